@@ -1,0 +1,97 @@
+// Package link is the typed client of the link service; its request and response types are
+// used by the link service's handlers and by its callers alike.
+package link
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/httpclient"
+)
+
+// InvalidationChannel is the Redis pub/sub channel on which the short code of every changed
+// link is published, so that every cache of it is dropped.
+const InvalidationChannel = "linkmesh:links:invalidate"
+
+// CacheTTL bounds how long any layer may keep a copy of a link, so a lost invalidation heals.
+const CacheTTL = 30 * time.Second
+
+// Link statuses as stored.
+const (
+	StatusActive   = "ACTIVE"
+	StatusDisabled = "DISABLED"
+)
+
+// ShortenRequest is the public body of POST /api/links/shorten.
+type ShortenRequest struct {
+	URL            string  `json:"url"`
+	ExpirationDays *int    `json:"expiration_days"`
+	CustomCode     *string `json:"custom_code"`
+	CaptchaToken   *string `json:"captcha_token"`
+}
+
+// CreateRequest is the body of the link service's create call.
+type CreateRequest struct {
+	URL            string  `json:"url"`
+	ExpirationDays *int    `json:"expiration_days,omitempty"`
+	CustomCode     *string `json:"custom_code,omitempty"`
+}
+
+// Created is the 201 body of a creation, public and internal.
+type Created struct {
+	ShortCode      string    `json:"short_code"`
+	ShortURL       string    `json:"short_url"`
+	DestinationURL string    `json:"destination_url"`
+	ExpiresAt      time.Time `json:"expires_at"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// Resolved is what the redirect path needs to answer for a code.
+type Resolved struct {
+	ShortCode      string    `json:"short_code"`
+	DestinationURL string    `json:"destination_url"`
+	Status         string    `json:"status"`
+	ExpiresAt      time.Time `json:"expires_at"`
+	AutoRenew      bool      `json:"auto_renew"`
+}
+
+// Info is the public information of a link (GET /api/links/{code}/info).
+type Info struct {
+	ShortCode      string    `json:"short_code"`
+	ShortURL       string    `json:"short_url"`
+	DestinationURL string    `json:"destination_url"`
+	Status         string    `json:"status"`
+	Expired        bool      `json:"expired"`
+	AutoRenew      bool      `json:"auto_renew"`
+	CreatedAt      time.Time `json:"created_at"`
+	ExpiresAt      time.Time `json:"expires_at"`
+}
+
+// Client calls the link service.
+type Client struct{ hc *httpclient.Client }
+
+// New wraps an HTTP client pointed at the link service.
+func New(hc *httpclient.Client) *Client { return &Client{hc: hc} }
+
+// Create stores a new link for the caller named by the context's identity token.
+func (c *Client) Create(ctx context.Context, req CreateRequest) (Created, error) {
+	var out Created
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/links", Body: req}, &out)
+	return out, err
+}
+
+// Resolve returns what a redirect of code needs; unknown or deleted codes are a not-found error.
+func (c *Client) Resolve(ctx context.Context, code string) (Resolved, error) {
+	var out Resolved
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/links/" + url.PathEscape(code) + "/resolve"}, &out)
+	return out, err
+}
+
+// Info returns the public information of code.
+func (c *Client) Info(ctx context.Context, code string) (Info, error) {
+	var out Info
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/links/" + url.PathEscape(code) + "/info"}, &out)
+	return out, err
+}

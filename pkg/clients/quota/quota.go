@@ -1,0 +1,63 @@
+// Package quota is the typed client of the quota service: sliding-window counters that are
+// reserved before an action and released if the action fails, so only successes count.
+package quota
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/httpclient"
+)
+
+// Scopes name the counters the quota service keeps; each has its own limit and window.
+const (
+	// ScopeAnonymousCreate counts anonymous link creations per identity key.
+	ScopeAnonymousCreate = "anonymous_create"
+)
+
+// ReserveRequest asks for one unit of scope for key.
+type ReserveRequest struct {
+	Scope string `json:"scope"`
+	// Key identifies the caller without a raw IP (an HMAC of it, or a user id).
+	Key string `json:"key"`
+}
+
+// Reservation is the answer to a reserve call.
+type Reservation struct {
+	Allowed bool `json:"allowed"`
+	// ID names the unit taken, for Release; empty when not allowed.
+	ID        string `json:"id,omitempty"`
+	Limit     int    `json:"limit"`
+	Used      int    `json:"used"`
+	Remaining int    `json:"remaining"`
+	// RetryAfterSeconds is how long until a unit frees up; set when not allowed.
+	RetryAfterSeconds int       `json:"retry_after_seconds,omitempty"`
+	WindowSeconds     int       `json:"window_seconds"`
+	ResetsAt          time.Time `json:"resets_at"`
+}
+
+// ReleaseRequest gives back a unit whose action failed.
+type ReleaseRequest struct {
+	Scope string `json:"scope"`
+	Key   string `json:"key"`
+	ID    string `json:"id"`
+}
+
+// Client calls the quota service.
+type Client struct{ hc *httpclient.Client }
+
+// New wraps an HTTP client pointed at the quota service.
+func New(hc *httpclient.Client) *Client { return &Client{hc: hc} }
+
+// Reserve takes one unit if the window has room. It is not retried: a retry could take two.
+func (c *Client) Reserve(ctx context.Context, req ReserveRequest) (Reservation, error) {
+	var out Reservation
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/quota/reserve", Body: req}, &out)
+	return out, err
+}
+
+// Release returns a reserved unit; releasing twice is harmless, so it is retried.
+func (c *Client) Release(ctx context.Context, req ReleaseRequest) error {
+	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/quota/release", Body: req, IdempotencyKey: req.ID}, nil)
+}

@@ -1,0 +1,64 @@
+package errs
+
+import (
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Envelope is the body of every failure response.
+type Envelope struct {
+	Error string `json:"error"`
+}
+
+// Response turns any error into the status, public message and Retry-After seconds (0 when
+// none) the client sees. Errors that are not *Error are internal: their text is never shown.
+func Response(err error) (status int, message string, retryAfter int) {
+	if e, ok := As(err); ok {
+		if e.RetryAfter > 0 {
+			retryAfter = int(math.Ceil(e.RetryAfter.Seconds()))
+		}
+		return e.Kind.Status(), e.Message, retryAfter
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		return fe.Code, fiberMessage(fe), 0
+	}
+	return http.StatusInternalServerError, "internal server error", 0
+}
+
+// fiberMessage rewrites Fiber's built-in errors into our message style.
+func fiberMessage(fe *fiber.Error) string {
+	switch fe.Code {
+	case http.StatusNotFound:
+		return "route not found"
+	case http.StatusMethodNotAllowed:
+		return "method not allowed"
+	case http.StatusRequestEntityTooLarge:
+		return "request body exceeds 64 KiB"
+	}
+	if fe.Code >= 500 {
+		return "internal server error"
+	}
+	return fe.Message
+}
+
+// Handler returns the Fiber error handler that writes the envelope; server errors are logged
+// with their cause.
+func Handler(logger *slog.Logger) fiber.ErrorHandler {
+	return func(c *fiber.Ctx, err error) error {
+		status, msg, retry := Response(err)
+		if status >= 500 {
+			logger.ErrorContext(c.UserContext(), "request failed",
+				"method", c.Method(), "path", c.Path(), "status", status, "err", err)
+		}
+		if retry > 0 {
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retry))
+		}
+		return c.Status(status).JSON(Envelope{Error: msg}, fiber.MIMEApplicationJSONCharsetUTF8)
+	}
+}

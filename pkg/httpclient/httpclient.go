@@ -1,0 +1,162 @@
+// Package httpclient is the service-to-service HTTP client: go-retryablehttp around an otelhttp
+// transport, bounded retries for idempotent calls only, a deadline on every call, the caller's
+// identity token attached, and failures decoded from the {"error"} envelope into *errs.Error.
+package httpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/telemetry"
+)
+
+// maxResponse bounds how much of a peer's answer we read.
+const maxResponse = 1 << 20
+
+// Options configure a Client.
+type Options struct {
+	// Service names the peer in error messages ("link service unavailable").
+	Service        string
+	BaseURL        string
+	TracerProvider trace.TracerProvider
+	// Timeout bounds a whole call, retries included (default 5s).
+	Timeout time.Duration
+	// RetryMax is the number of retries of an idempotent call (default 2).
+	RetryMax int
+}
+
+// Client calls one peer service.
+type Client struct {
+	service string
+	base    string
+	timeout time.Duration
+	rc      *retryablehttp.Client
+}
+
+// New builds a Client.
+func New(opts Options) *Client {
+	if opts.Timeout == 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.RetryMax == 0 {
+		opts.RetryMax = 2
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = 64
+	rc := retryablehttp.NewClient()
+	rc.Logger = nil
+	rc.RetryMax = opts.RetryMax
+	rc.RetryWaitMin = 25 * time.Millisecond
+	rc.RetryWaitMax = 400 * time.Millisecond
+	rc.CheckRetry = retryIdempotentOnly
+	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
+	rc.HTTPClient = &http.Client{Transport: otelhttp.NewTransport(base,
+		otelhttp.WithTracerProvider(opts.TracerProvider),
+		otelhttp.WithPropagators(telemetry.Propagator()),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			return r.Method + " " + opts.Service + " " + r.URL.Path
+		}),
+	)}
+	return &Client{service: opts.Service, base: opts.BaseURL, timeout: opts.Timeout, rc: rc}
+}
+
+type retryKey struct{}
+
+// retryIdempotentOnly retries only calls marked safe to repeat; a POST that may have taken
+// effect is never sent twice.
+func retryIdempotentOnly(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if safe, _ := ctx.Value(retryKey{}).(bool); !safe {
+		return false, nil
+	}
+	return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+}
+
+// Request describes one call.
+type Request struct {
+	Method string
+	Path   string
+	Body   any
+	// IdempotencyKey makes a non-idempotent call safe to retry; the server must honour it.
+	IdempotencyKey string
+}
+
+// Do performs req and decodes a 2xx JSON answer into out (which may be nil).
+func (c *Client) Do(ctx context.Context, req Request, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	idempotent := req.Method == http.MethodGet || req.Method == http.MethodHead ||
+		req.Method == http.MethodPut || req.Method == http.MethodDelete || req.IdempotencyKey != ""
+	ctx = context.WithValue(ctx, retryKey{}, idempotent)
+
+	var body io.Reader
+	if req.Body != nil {
+		b, err := json.Marshal(req.Body)
+		if err != nil {
+			return fmt.Errorf("encode %s request: %w", c.service, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	hr, err := retryablehttp.NewRequestWithContext(ctx, req.Method, c.base+req.Path, body)
+	if err != nil {
+		return fmt.Errorf("build %s request: %w", c.service, err)
+	}
+	hr.Header.Set("Accept", "application/json")
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if req.IdempotencyKey != "" {
+		hr.Header.Set("Idempotency-Key", req.IdempotencyKey)
+	}
+	if tok := identity.TokenFromContext(ctx); tok != "" {
+		hr.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := c.rc.Do(hr)
+	if err != nil {
+		return errs.Unavailable(c.service+" service unavailable", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	if err != nil {
+		return errs.Unavailable(c.service+" service unavailable", err)
+	}
+	if resp.StatusCode >= 300 {
+		return decodeFailure(c.service, resp, data)
+	}
+	if out == nil || len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decode %s response: %w", c.service, err)
+	}
+	return nil
+}
+
+// decodeFailure turns a peer's envelope into an *errs.Error with the same status and message,
+// so the gateway can pass it on unchanged.
+func decodeFailure(service string, resp *http.Response, data []byte) error {
+	var env errs.Envelope
+	if err := json.Unmarshal(data, &env); err != nil || env.Error == "" {
+		return &errs.Error{Kind: errs.KindInternal, Message: "internal server error",
+			Err: fmt.Errorf("%s answered %d without an error envelope", service, resp.StatusCode)}
+	}
+	e := &errs.Error{Kind: errs.KindFromStatus(resp.StatusCode), Message: env.Error}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		e.RetryAfter = time.Duration(s) * time.Second
+	}
+	if e.Kind == errs.KindInternal {
+		e.Err = fmt.Errorf("%s answered %d: %s", service, resp.StatusCode, env.Error)
+	}
+	return e
+}

@@ -1,0 +1,37 @@
+package identity
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/linkmesh/linkmesh/pkg/errs"
+)
+
+const localsCaller = "linkmesh.caller"
+
+// Require rejects requests without a valid internal token with 401 and stores the caller for
+// CallerOf. The raw token is also put into the request context so calls the handler makes to
+// other services carry it on.
+func Require(keys *Keys) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		h := c.Get(fiber.HeaderAuthorization)
+		tok, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || tok == "" {
+			return errs.E(errs.KindUnauthenticated, "internal token required")
+		}
+		caller, err := keys.Verify(tok)
+		if err != nil {
+			return &errs.Error{Kind: errs.KindUnauthenticated, Message: "invalid internal token", Err: err}
+		}
+		c.Locals(localsCaller, caller)
+		c.SetUserContext(ContextWithToken(c.UserContext(), strings.Clone(tok)))
+		return c.Next()
+	}
+}
+
+// CallerOf returns the caller stored by Require.
+func CallerOf(c *fiber.Ctx) Caller {
+	caller, _ := c.Locals(localsCaller).(Caller)
+	return caller
+}

@@ -1,0 +1,59 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// HeaderRequestID carries the request id in both directions.
+const HeaderRequestID = "X-Request-Id"
+
+// RequestID echoes a client's sane X-Request-Id or assigns a random one, and stores it in
+// Locals("request_id"). Fiber's own middleware echoes any value, including header-injection
+// garbage, so we check it here.
+func RequestID() fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id := c.Get(HeaderRequestID)
+		if !saneRequestID(id) {
+			id = newRequestID()
+		} else {
+			id = string([]byte(id)) // copy: fasthttp reuses the header buffer
+		}
+		c.Set(HeaderRequestID, id)
+		c.Locals("request_id", id)
+		return c.Next()
+	}
+}
+
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		ch := id[i]
+		ok := ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' ||
+			ch == '-' || ch == '_' || ch == '.' || ch == ':'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// traceparentHeader returns the server span's W3C traceparent so clients can find the trace.
+func traceparentHeader(c *fiber.Ctx) error {
+	sc := trace.SpanContextFromContext(c.UserContext())
+	if sc.IsValid() {
+		c.Set("traceparent", "00-"+sc.TraceID().String()+"-"+sc.SpanID().String()+"-"+sc.TraceFlags().String())
+	}
+	return c.Next()
+}

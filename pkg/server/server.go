@@ -1,0 +1,129 @@
+// Package server is the Fiber server factory shared by every linkmesh service: error envelope,
+// panic recovery, request ids, tracing, the 64 KiB body limit, health probes and graceful
+// shutdown that fails readiness before it stops listening.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/contrib/otelfiber/v2"
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/telemetry"
+)
+
+// BodyLimit is the largest request body accepted; larger ones get 413.
+const BodyLimit = 64 * 1024
+
+// Check reports whether one dependency is usable.
+type Check func(ctx context.Context) error
+
+// Options configure a Server.
+type Options struct {
+	Name           string
+	Logger         *slog.Logger
+	TracerProvider trace.TracerProvider
+	// Ready lists the dependencies /readyz checks, by name.
+	Ready map[string]Check
+}
+
+// Server wraps a Fiber app with linkmesh's middleware and lifecycle.
+type Server struct {
+	app      *fiber.App
+	log      *slog.Logger
+	ready    map[string]Check
+	draining atomic.Bool
+}
+
+// New builds the app with probes and middleware installed; add routes with App.
+func New(opts Options) *Server {
+	s := &Server{log: opts.Logger, ready: opts.Ready}
+	s.app = fiber.New(fiber.Config{
+		AppName:               opts.Name,
+		DisableStartupMessage: true,
+		ErrorHandler:          errs.Handler(opts.Logger),
+		BodyLimit:             BodyLimit,
+		ReadBufferSize:        16 * 1024,
+		ReadTimeout:           15 * time.Second,
+		WriteTimeout:          15 * time.Second,
+		IdleTimeout:           90 * time.Second,
+	})
+	s.app.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: s.logPanic}))
+	s.app.Use(RequestID())
+	s.app.Get("/healthz", func(c *fiber.Ctx) error { return ok(c) })
+	s.app.Get("/readyz", s.readyz)
+	tp := opts.TracerProvider
+	s.app.Use(otelfiber.Middleware(
+		otelfiber.WithTracerProvider(tp),
+		otelfiber.WithPropagators(telemetry.Propagator()),
+		otelfiber.WithoutMetrics(true),
+		otelfiber.WithSpanNameFormatter(func(c *fiber.Ctx) string { return c.Method() + " " + c.Route().Path }),
+	))
+	s.app.Use(traceparentHeader)
+	return s
+}
+
+// App returns the Fiber app for route registration.
+func (s *Server) App() *fiber.App { return s.app }
+
+func (s *Server) logPanic(c *fiber.Ctx, e any) {
+	s.log.ErrorContext(c.UserContext(), "panic", "path", c.Path(), "panic", fmt.Sprint(e))
+}
+
+func ok(c *fiber.Ctx) error {
+	return c.JSON(fiber.Map{"status": "ok"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (s *Server) readyz(c *fiber.Ctx) error {
+	if s.draining.Load() {
+		return errs.E(errs.KindUnavailable, "shutting down")
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	for name, check := range s.ready {
+		if err := check(ctx); err != nil {
+			return errs.Unavailable(name+" unavailable", err)
+		}
+	}
+	return ok(c)
+}
+
+// Run serves on addr until ctx is cancelled, then fails readiness, waits drain so load
+// balancers notice, and shuts down, letting in-flight requests finish.
+func (s *Server) Run(ctx context.Context, addr string, drain time.Duration) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return s.Serve(ctx, ln, drain)
+}
+
+// Serve is Run on an existing listener.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.app.Listener(ln) }()
+	s.log.Info("listening", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	if drain > 0 {
+		s.log.Info("draining", "for", drain.String())
+		time.Sleep(drain)
+	}
+	if err := s.app.ShutdownWithTimeout(10 * time.Second); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

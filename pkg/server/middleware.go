@@ -3,6 +3,8 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strconv"
+	"sync/atomic"
 
 	"github.com/gofiber/fiber/v2"
 	"go.opentelemetry.io/otel/trace"
@@ -15,10 +17,11 @@ const HeaderRequestID = "X-Request-Id"
 // Locals("request_id"). Fiber's own middleware echoes any value, including header-injection
 // garbage, so we check it here.
 func RequestID() fiber.Handler {
+	ids := newRequestIDs()
 	return func(c *fiber.Ctx) error {
 		id := c.Get(HeaderRequestID)
 		if !saneRequestID(id) {
-			id = newRequestID()
+			id = ids.next()
 		} else {
 			id = string([]byte(id)) // copy: fasthttp reuses the header buffer
 		}
@@ -43,10 +46,21 @@ func saneRequestID(id string) bool {
 	return true
 }
 
-func newRequestID() string {
-	var b [16]byte
+// requestIDs are a random per-process prefix and a counter: unique across replicas without
+// paying for the random source on every request.
+type requestIDs struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newRequestIDs() *requestIDs {
+	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return &requestIDs{prefix: hex.EncodeToString(b[:]) + "-"}
+}
+
+func (g *requestIDs) next() string {
+	return g.prefix + strconv.FormatUint(g.n.Add(1), 36)
 }
 
 // traceparentHeader returns the server span's W3C traceparent so clients can find the trace.

@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/telemetry"
@@ -61,15 +62,23 @@ func New(opts Options) *Server {
 	s.app.Use(RequestID())
 	s.app.Get("/healthz", func(c *fiber.Ctx) error { return ok(c) })
 	s.app.Get("/readyz", s.readyz)
-	tp := opts.TracerProvider
-	s.app.Use(otelfiber.Middleware(
-		otelfiber.WithTracerProvider(tp),
-		otelfiber.WithPropagators(telemetry.Propagator()),
-		otelfiber.WithoutMetrics(true),
-		otelfiber.WithSpanNameFormatter(func(c *fiber.Ctx) string { return c.Method() + " " + c.Route().Path }),
-	))
-	s.app.Use(traceparentHeader)
+	// With tracing off the middleware would still build span attributes on every request;
+	// the redirect path can't afford that, so it is left out entirely.
+	if tp := opts.TracerProvider; tp != nil && !isNoop(tp) {
+		s.app.Use(otelfiber.Middleware(
+			otelfiber.WithTracerProvider(tp),
+			otelfiber.WithPropagators(telemetry.Propagator()),
+			otelfiber.WithoutMetrics(true),
+			otelfiber.WithSpanNameFormatter(func(c *fiber.Ctx) string { return c.Method() + " " + c.Route().Path }),
+		))
+		s.app.Use(traceparentHeader)
+	}
 	return s
+}
+
+func isNoop(tp trace.TracerProvider) bool {
+	_, ok := tp.(noop.TracerProvider)
+	return ok
 }
 
 // App returns the Fiber app for route registration.

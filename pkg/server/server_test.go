@@ -1,0 +1,189 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/linkmesh/linkmesh/pkg/errs"
+)
+
+func newTestServer(ready map[string]Check) *Server {
+	s := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		TracerProvider: noop.NewTracerProvider(), Ready: ready})
+	s.App().Post("/echo", func(c *fiber.Ctx) error { return c.Send(c.Body()) })
+	s.App().Get("/panic", func(*fiber.Ctx) error { panic("boom") })
+	s.App().Get("/secret-failure", func(*fiber.Ctx) error { return errors.New("db password is hunter2") })
+	return s
+}
+
+func do(t *testing.T, s *Server, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	resp, err := s.App().Test(req, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func envelope(t *testing.T, body string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(body), &m); err != nil || len(m) != 1 {
+		t.Fatalf("not a one-field envelope: %q", body)
+	}
+	msg, ok := m["error"].(string)
+	if !ok || msg == "" {
+		t.Fatalf("no error message: %q", body)
+	}
+	return msg
+}
+
+func TestFailuresUseTheEnvelope(t *testing.T) {
+	s := newTestServer(nil)
+	cases := []struct {
+		req    *http.Request
+		status int
+		msg    string
+	}{
+		{httptest.NewRequest("GET", "/nope", nil), 404, "route not found"},
+		{httptest.NewRequest("DELETE", "/echo", nil), 405, "method not allowed"},
+		{httptest.NewRequest("GET", "/panic", nil), 500, "internal server error"},
+		{httptest.NewRequest("GET", "/secret-failure", nil), 500, "internal server error"},
+	}
+	for _, tc := range cases {
+		resp, body := do(t, s, tc.req)
+		if resp.StatusCode != tc.status || envelope(t, body) != tc.msg {
+			t.Errorf("%s %s: got %d %s", tc.req.Method, tc.req.URL, resp.StatusCode, body)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+			t.Errorf("content type %q", ct)
+		}
+	}
+}
+
+// The body limit is enforced by fasthttp while reading, so it needs a real listener.
+func TestBodyLimit(t *testing.T) {
+	s := newTestServer(nil)
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Serve(ctx, ln, 0) }()
+	defer func() { cancel(); <-done }()
+
+	url := "http://" + ln.Addr().String() + "/echo"
+	resp, err := http.Post(url, "application/json", strings.NewReader(strings.Repeat("a", BodyLimit+1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 413 || envelope(t, string(b)) != "request body exceeds 64 KiB" {
+		t.Fatalf("got %d %s", resp.StatusCode, b)
+	}
+	resp, err = http.Post(url, "application/json", strings.NewReader(strings.Repeat("a", BodyLimit)))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a body of exactly the limit must pass: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+func TestRequestID(t *testing.T) {
+	s := newTestServer(nil)
+	req := httptest.NewRequest("GET", "/healthz", nil)
+	req.Header.Set("X-Request-Id", "abc-123")
+	if resp, _ := do(t, s, req); resp.Header.Get("X-Request-Id") != "abc-123" {
+		t.Fatalf("sane id not echoed: %q", resp.Header.Get("X-Request-Id"))
+	}
+	seen := map[string]bool{}
+	for _, bad := range []string{"", "has space", strings.Repeat("x", 129), "a\"b", "<script>"} {
+		req := httptest.NewRequest("GET", "/healthz", nil)
+		if bad != "" {
+			req.Header.Set("X-Request-Id", bad)
+		}
+		resp, _ := do(t, s, req)
+		id := resp.Header.Get("X-Request-Id")
+		if id == "" || id == bad || !saneRequestID(id) || seen[id] {
+			t.Fatalf("for %q got id %q", bad, id)
+		}
+		seen[id] = true
+	}
+}
+
+func TestReadiness(t *testing.T) {
+	failing := errors.New("down")
+	var depErr error
+	s := newTestServer(map[string]Check{"redis": func(context.Context) error { return depErr }})
+	if resp, _ := do(t, s, httptest.NewRequest("GET", "/readyz", nil)); resp.StatusCode != 200 {
+		t.Fatalf("ready: %d", resp.StatusCode)
+	}
+	depErr = failing
+	resp, body := do(t, s, httptest.NewRequest("GET", "/readyz", nil))
+	if resp.StatusCode != 503 || envelope(t, body) != "redis unavailable" {
+		t.Fatalf("dependency down: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := do(t, s, httptest.NewRequest("GET", "/healthz", nil)); resp.StatusCode != 200 {
+		t.Fatalf("liveness must not depend on dependencies: %d", resp.StatusCode)
+	}
+}
+
+// Shutdown must fail readiness while draining, before the listener closes.
+func TestShutdownFailsReadinessFirst(t *testing.T) {
+	s := newTestServer(nil)
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Serve(ctx, ln, 300*time.Millisecond) }()
+	url := "http://" + ln.Addr().String() + "/readyz"
+	waitStatus(t, url, 200)
+	cancel()
+	waitStatus(t, url, 503)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Fatal("listener still open after shutdown")
+	}
+}
+
+func waitStatus(t *testing.T, url string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == want {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s never answered %d", url, want)
+}
+
+func TestTracingAddsTraceparent(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	s := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		TracerProvider: trace.NewTracerProvider(trace.WithSpanProcessor(rec))})
+	s.App().Get("/x", func(c *fiber.Ctx) error { return errs.NotFound("gone") })
+	resp, _ := do(t, s, httptest.NewRequest("GET", "/x", nil))
+	tp := resp.Header.Get("traceparent")
+	spans := rec.Ended()
+	if len(spans) != 1 || !strings.Contains(tp, spans[0].SpanContext().TraceID().String()) {
+		t.Fatalf("traceparent %q, spans %d", tp, len(spans))
+	}
+}

@@ -160,3 +160,8 @@ func decodeFailure(service string, resp *http.Response, data []byte) error {
 	}
 	return e
 }
+
+// Ready asks the peer's /readyz; nil means it can serve.
+func (c *Client) Ready(ctx context.Context) error {
+	return c.Do(ctx, Request{Method: http.MethodGet, Path: "/readyz"}, nil)
+}

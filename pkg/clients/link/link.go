@@ -95,3 +95,21 @@ func (c *Client) Info(ctx context.Context, code string) (Info, error) {
 	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/links/" + url.PathEscape(code) + "/info"}, &out)
 	return out, err
 }
+
+// MaxCodeLength is the longest short code the link service issues or accepts.
+const MaxCodeLength = 32
+
+// PlausibleCode reports whether code could name a link: 1 to MaxCodeLength characters of
+// A-Z, a-z, 0-9, _ and -. Anything else is unknown without a lookup.
+func PlausibleCode(code string) bool {
+	if len(code) == 0 || len(code) > MaxCodeLength {
+		return false
+	}
+	for i := 0; i < len(code); i++ {
+		c := code[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,31 @@
+// Command gateway runs linkmesh's public entry: the REST API under /api and the redirects.
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/linkmesh/linkmesh/pkg/service"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/app"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/config"
+)
+
+func main() { service.Main("gateway", run) }
+
+func run(ctx context.Context, rt service.Runtime) error {
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	rt.Logger.Info("starting", "config", cfg)
+	a, err := app.New(ctx, cfg, rt.Logger, rt.TracerProvider)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	return a.Serve(ctx, ln, cfg)
+}

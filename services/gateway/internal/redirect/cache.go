@@ -1,0 +1,107 @@
+// Package redirect serves GET /{code} from an in-process cache of resolved links, filled from
+// the link service on a miss and invalidated by Redis pub/sub.
+package redirect
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+)
+
+// Entry is what the cache keeps for a code; Found is false for an unknown code.
+type Entry struct {
+	Found bool
+	link.Resolved
+}
+
+// Resolver asks the link service; *link.Client satisfies it.
+type Resolver interface {
+	Resolve(ctx context.Context, code string) (link.Resolved, error)
+}
+
+// Cache is the gateway's cache of resolved links: bounded in size, every entry gone after
+// link.CacheTTL, one concurrent fill per code.
+type Cache struct {
+	entries  *expirable.LRU[string, Entry]
+	resolver Resolver
+	fills    singleflight.Group
+}
+
+// NewCache returns a cache of at most size entries.
+func NewCache(size int, resolver Resolver) *Cache {
+	return &Cache{entries: expirable.NewLRU[string, Entry](size, nil, link.CacheTTL), resolver: resolver}
+}
+
+// Lookup returns the entry for code, asking the link service on a miss. code may alias a
+// request buffer; it is copied before it is kept.
+func (c *Cache) Lookup(ctx context.Context, code string) (Entry, error) {
+	if e, ok := c.entries.Get(code); ok {
+		return e, nil
+	}
+	code = strings.Clone(code)
+	// The fill serves every waiter, so the first caller going away must not cancel it.
+	fillCtx := context.WithoutCancel(ctx)
+	v, err, _ := c.fills.Do(code, func() (any, error) {
+		r, err := c.resolver.Resolve(fillCtx, code)
+		switch {
+		case err == nil:
+			e := Entry{Found: true, Resolved: r}
+			c.entries.Add(code, e)
+			return e, nil
+		case errs.IsKind(err, errs.KindNotFound):
+			e := Entry{}
+			c.entries.Add(code, e)
+			return e, nil
+		default:
+			return Entry{}, err
+		}
+	})
+	if err != nil {
+		return Entry{}, err
+	}
+	return v.(Entry), nil
+}
+
+// Forget drops code, so the next visit asks the link service again.
+func (c *Cache) Forget(code string) { c.entries.Remove(code) }
+
+// Len is the number of cached entries.
+func (c *Cache) Len() int { return c.entries.Len() }
+
+// Subscribe drops every code published on link.InvalidationChannel until ctx ends. go-redis
+// reconnects by itself; anything missed while disconnected expires within link.CacheTTL.
+// It returns once the subscription is confirmed, so no later broadcast is missed.
+func (c *Cache) Subscribe(ctx context.Context, rdb *redis.Client, log *slog.Logger) error {
+	sub := rdb.Subscribe(ctx, link.InvalidationChannel)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := sub.Receive(rctx); err != nil {
+		_ = sub.Close()
+		return err
+	}
+	go func() {
+		defer sub.Close()
+		ch := sub.Channel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case msg, ok := <-ch:
+				if !ok {
+					return
+				}
+				c.Forget(msg.Payload)
+			}
+		}
+	}()
+	log.Info("subscribed to link invalidations", "channel", link.InvalidationChannel)
+	return nil
+}

@@ -1,0 +1,45 @@
+package redirect
+
+import (
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+)
+
+// Handler answers GET and HEAD /{code}.
+type Handler struct {
+	cache *Cache
+	now   func() time.Time
+}
+
+// NewHandler serves redirects from cache.
+func NewHandler(cache *Cache) *Handler { return &Handler{cache: cache, now: time.Now} }
+
+// Serve answers 302 to the destination, or 404 unknown, 403 disabled, 410 expired. Every
+// answer is private and uncacheable, so each visit reaches us and is counted.
+func (h *Handler) Serve(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "private, no-store")
+	code := c.Params("code")
+	// Implausible codes are answered without a cache entry or a network call, so a scan of
+	// random paths cannot fill the cache with junk.
+	if !link.PlausibleCode(code) {
+		return errs.NotFound("short link not found")
+	}
+	e, err := h.cache.Lookup(c.UserContext(), code)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !e.Found:
+		return errs.NotFound("short link not found")
+	case e.Status == link.StatusDisabled:
+		return errs.Forbidden("short link has been disabled")
+	case !e.AutoRenew && !h.now().Before(e.ExpiresAt):
+		return errs.E(errs.KindGone, "short link has expired")
+	}
+	c.Set(fiber.HeaderLocation, e.DestinationURL)
+	return c.SendStatus(fiber.StatusFound)
+}

@@ -1,0 +1,168 @@
+package redirect
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/server"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+type fakeResolver struct {
+	mu    sync.Mutex
+	links map[string]link.Resolved
+	calls atomic.Int32
+	delay time.Duration
+	fail  error
+}
+
+func (f *fakeResolver) Resolve(_ context.Context, code string) (link.Resolved, error) {
+	f.calls.Add(1)
+	time.Sleep(f.delay)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return link.Resolved{}, f.fail
+	}
+	r, ok := f.links[code]
+	if !ok {
+		return link.Resolved{}, errs.NotFound("short link not found")
+	}
+	return r, nil
+}
+
+var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func newTestApp(res *fakeResolver) (*server.Server, *Cache) {
+	cache := NewCache(100, res)
+	h := NewHandler(cache)
+	h.now = func() time.Time { return now }
+	s := server.New(server.Options{Name: "gw", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: noop.NewTracerProvider()})
+	s.App().Get("/:code", h.Serve)
+	return s, cache
+}
+
+func TestRedirectStatuses(t *testing.T) {
+	res := &fakeResolver{links: map[string]link.Resolved{
+		"live":     {DestinationURL: "https://example.com/a?b=c", Status: link.StatusActive, ExpiresAt: now.Add(time.Hour)},
+		"expired":  {DestinationURL: "https://example.com", Status: link.StatusActive, ExpiresAt: now},
+		"disabled": {DestinationURL: "https://example.com", Status: link.StatusDisabled, ExpiresAt: now.Add(time.Hour)},
+		"renewing": {DestinationURL: "https://example.com/r", Status: link.StatusActive, ExpiresAt: now.Add(-time.Hour), AutoRenew: true},
+	}}
+	s, _ := newTestApp(res)
+	cases := []struct {
+		method, path string
+		status       int
+		location     string
+		msg          string
+	}{
+		{"GET", "/live", 302, "https://example.com/a?b=c", ""},
+		{"HEAD", "/live", 302, "https://example.com/a?b=c", ""},
+		{"GET", "/expired", 410, "", "short link has expired"},
+		{"GET", "/disabled", 403, "", "short link has been disabled"},
+		{"GET", "/renewing", 302, "https://example.com/r", ""},
+		{"GET", "/unknown", 404, "", "short link not found"},
+		{"GET", "/" + strings.Repeat("a", 33), 404, "", "short link not found"},
+		{"GET", "/bad.code", 404, "", "short link not found"},
+		{"GET", "/%00", 404, "", "short link not found"},
+	}
+	for _, tc := range cases {
+		resp, err := s.App().Test(httptest.NewRequest(tc.method, tc.path, nil), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != tc.status || resp.Header.Get("Location") != tc.location {
+			t.Errorf("%s %s: %d %q", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if resp.Header.Get("Cache-Control") != "private, no-store" {
+			t.Errorf("%s %s: Cache-Control %q", tc.method, tc.path, resp.Header.Get("Cache-Control"))
+		}
+		if tc.msg != "" && tc.method == "GET" {
+			var env map[string]string
+			if json.Unmarshal(body, &env) != nil || env["error"] != tc.msg || len(env) != 1 {
+				t.Errorf("%s: body %s", tc.path, body)
+			}
+		}
+	}
+	if n := res.calls.Load(); n != 5 {
+		t.Errorf("implausible codes must not reach the link service; resolver calls = %d, want 5", n)
+	}
+}
+
+func TestCacheServesHitsAndNegativeEntries(t *testing.T) {
+	res := &fakeResolver{links: map[string]link.Resolved{"live": {DestinationURL: "https://e.com", Status: link.StatusActive, ExpiresAt: now.Add(time.Hour)}}}
+	c := NewCache(10, res)
+	ctx := context.Background()
+	for range 3 {
+		if e, err := c.Lookup(ctx, "live"); err != nil || !e.Found {
+			t.Fatal(e, err)
+		}
+		if e, err := c.Lookup(ctx, "nope"); err != nil || e.Found {
+			t.Fatal(e, err)
+		}
+	}
+	if n := res.calls.Load(); n != 2 {
+		t.Fatalf("resolver calls = %d, want 2 (one per code)", n)
+	}
+	c.Forget("live")
+	_, _ = c.Lookup(ctx, "live")
+	if n := res.calls.Load(); n != 3 {
+		t.Fatalf("Forget did not drop the entry: calls = %d", n)
+	}
+}
+
+func TestFailuresAreNotCached(t *testing.T) {
+	res := &fakeResolver{fail: errs.Unavailable("link service unavailable", nil)}
+	c := NewCache(10, res)
+	if _, err := c.Lookup(context.Background(), "x"); !errs.IsKind(err, errs.KindUnavailable) {
+		t.Fatalf("got %v", err)
+	}
+	res.fail = nil
+	if e, err := c.Lookup(context.Background(), "x"); err != nil || e.Found {
+		t.Fatalf("after recovery got %v %v", e, err)
+	}
+	if c.Len() != 1 {
+		t.Fatalf("cache has %d entries, want 1", c.Len())
+	}
+}
+
+func TestConcurrentMissesFillOnce(t *testing.T) {
+	res := &fakeResolver{delay: 50 * time.Millisecond, links: map[string]link.Resolved{"hot": {DestinationURL: "https://e.com", ExpiresAt: now.Add(time.Hour)}}}
+	c := NewCache(10, res)
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if e, err := c.Lookup(context.Background(), "hot"); err != nil || !e.Found {
+				t.Error(e, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := res.calls.Load(); n != 1 {
+		t.Fatalf("resolver calls = %d, want 1", n)
+	}
+}
+
+func TestCacheIsBounded(t *testing.T) {
+	res := &fakeResolver{}
+	c := NewCache(5, res)
+	for i := range 50 {
+		_, _ = c.Lookup(context.Background(), strings.Repeat("a", i+1))
+	}
+	if c.Len() != 5 {
+		t.Fatalf("cache holds %d entries, want 5", c.Len())
+	}
+}

@@ -1,0 +1,64 @@
+// Package links holds the rules of short links: creation (destination checks, expiry bounds,
+// code generation) and what a visitor of a code gets.
+package links
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+)
+
+// Link is a stored short link.
+type Link struct {
+	ID             string
+	ShortCode      string
+	DestinationURL string
+	OwnerID        string
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
+	DeletedAt      *time.Time
+	Status         string
+	AutoRenew      bool
+	ClickCount     int64
+}
+
+// Expired reports whether visitors of l get 410 at now: auto-renewing links never expire.
+func (l Link) Expired(now time.Time) bool {
+	return !l.AutoRenew && !now.Before(l.ExpiresAt)
+}
+
+// Resolved is the redirect view of l.
+func (l Link) Resolved() link.Resolved {
+	return link.Resolved{ShortCode: l.ShortCode, DestinationURL: l.DestinationURL, Status: l.Status,
+		ExpiresAt: l.ExpiresAt, AutoRenew: l.AutoRenew}
+}
+
+// ErrNotFound is returned by stores for an unknown code.
+var ErrNotFound = errors.New("link not found")
+
+// ErrCodeTaken is returned by stores when the short code already exists.
+var ErrCodeTaken = errors.New("short code taken")
+
+// Store persists links; implemented by internal/store.
+type Store interface {
+	Insert(ctx context.Context, l Link) error
+	// FindByCode returns the link with code, soft-deleted ones included.
+	FindByCode(ctx context.Context, code string) (Link, error)
+}
+
+// Cache keeps resolved links (and the absence of a link) for at most link.CacheTTL, and tells
+// every other cache when a code changes.
+type Cache interface {
+	Get(ctx context.Context, code string) (r link.Resolved, found, cached bool)
+	Put(ctx context.Context, code string, r link.Resolved, found bool)
+	// Invalidate drops code everywhere; a failure is the cache's to log, since every copy
+	// expires within link.CacheTTL anyway.
+	Invalidate(ctx context.Context, code string)
+}
+
+// URLChecker validates destinations; implemented by internal/urlcheck.
+type URLChecker interface {
+	Check(ctx context.Context, raw string) error
+}

@@ -1,0 +1,163 @@
+package links
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+)
+
+// Expiry bounds in days, per caller kind.
+const (
+	DefaultExpirationDays    = 30
+	MaxAnonymousDays         = 30
+	MaxRegisteredDays        = 365
+	generatedCodeAttempts    = 5
+	errLinkNotFoundMessage   = "short link not found"
+	errCustomNeedsAccountMsg = "custom_code requires an account"
+)
+
+// Service applies the link rules over a store and a cache.
+type Service struct {
+	store   Store
+	cache   Cache
+	urls    URLChecker
+	baseURL string
+	now     func() time.Time
+	newCode func() (string, error)
+}
+
+// NewService wires the rules; baseURL is the public base of short links.
+func NewService(store Store, cache Cache, urls URLChecker, baseURL string) *Service {
+	return &Service{store: store, cache: cache, urls: urls, baseURL: strings.TrimRight(baseURL, "/"),
+		now: time.Now, newCode: NewCode}
+}
+
+// ShortURL is the public address of code.
+func (s *Service) ShortURL(code string) string { return s.baseURL + "/" + code }
+
+// Create validates req for caller and stores a new link.
+func (s *Service) Create(ctx context.Context, caller identity.Caller, req link.CreateRequest) (Link, error) {
+	days, err := expirationDays(caller, req.ExpirationDays)
+	if err != nil {
+		return Link{}, err
+	}
+	if req.CustomCode != nil {
+		if caller.IsAnonymous() {
+			return Link{}, errs.Forbidden(errCustomNeedsAccountMsg)
+		}
+		if msg := checkCustomCode(*req.CustomCode); msg != "" {
+			return Link{}, errs.Invalid("%s", msg)
+		}
+	}
+	if err := s.urls.Check(ctx, req.URL); err != nil {
+		return Link{}, errs.Invalid("%s", err.Error())
+	}
+	now := s.now().UTC().Truncate(time.Millisecond) // MongoDB keeps milliseconds
+	l := Link{
+		ID: bson.NewObjectID().Hex(), DestinationURL: req.URL, OwnerID: caller.UserID,
+		CreatedAt: now, ExpiresAt: now.AddDate(0, 0, days), Status: link.StatusActive,
+	}
+	if req.CustomCode != nil {
+		l.ShortCode = *req.CustomCode
+		if err := s.store.Insert(ctx, l); err != nil {
+			if errors.Is(err, ErrCodeTaken) {
+				return Link{}, errs.E(errs.KindConflict, "custom_code is already taken")
+			}
+			return Link{}, fmt.Errorf("insert link: %w", err)
+		}
+		return s.announce(ctx, l)
+	}
+	for range generatedCodeAttempts {
+		if l.ShortCode, err = s.newCode(); err != nil {
+			return Link{}, fmt.Errorf("generate code: %w", err)
+		}
+		err = s.store.Insert(ctx, l)
+		if err == nil {
+			return s.announce(ctx, l)
+		}
+		if !errors.Is(err, ErrCodeTaken) {
+			return Link{}, fmt.Errorf("insert link: %w", err)
+		}
+	}
+	return Link{}, fmt.Errorf("insert link: %d code collisions in a row", generatedCodeAttempts)
+}
+
+// announce drops every cached "unknown code" answer for a code that now exists.
+func (s *Service) announce(ctx context.Context, l Link) (Link, error) {
+	s.cache.Invalidate(ctx, l.ShortCode)
+	return l, nil
+}
+
+func expirationDays(caller identity.Caller, requested *int) (int, error) {
+	if requested == nil {
+		return DefaultExpirationDays, nil
+	}
+	maxDays := MaxRegisteredDays
+	if caller.IsAnonymous() {
+		maxDays = MaxAnonymousDays
+	}
+	if *requested < 1 || *requested > maxDays {
+		return 0, errs.Invalid("expiration_days must be between 1 and %d", maxDays)
+	}
+	return *requested, nil
+}
+
+// Resolve returns the redirect view of code from the cache or the store.
+func (s *Service) Resolve(ctx context.Context, code string) (link.Resolved, error) {
+	if !link.PlausibleCode(code) {
+		return link.Resolved{}, errs.NotFound(errLinkNotFoundMessage)
+	}
+	if r, found, cached := s.cache.Get(ctx, code); cached {
+		if !found {
+			return link.Resolved{}, errs.NotFound(errLinkNotFoundMessage)
+		}
+		return r, nil
+	}
+	l, err := s.find(ctx, code)
+	if errs.IsKind(err, errs.KindNotFound) {
+		s.cache.Put(ctx, code, link.Resolved{}, false)
+		return link.Resolved{}, err
+	}
+	if err != nil {
+		return link.Resolved{}, err
+	}
+	r := l.Resolved()
+	s.cache.Put(ctx, code, r, true)
+	return r, nil
+}
+
+// Info returns the public information of code.
+func (s *Service) Info(ctx context.Context, code string) (link.Info, error) {
+	l, err := s.find(ctx, code)
+	if err != nil {
+		return link.Info{}, err
+	}
+	return link.Info{
+		ShortCode: l.ShortCode, ShortURL: s.ShortURL(l.ShortCode), DestinationURL: l.DestinationURL,
+		Status: l.Status, Expired: l.Expired(s.now()), AutoRenew: l.AutoRenew,
+		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt,
+	}, nil
+}
+
+// find returns the live (not soft-deleted) link with code.
+func (s *Service) find(ctx context.Context, code string) (Link, error) {
+	if !link.PlausibleCode(code) {
+		return Link{}, errs.NotFound(errLinkNotFoundMessage)
+	}
+	l, err := s.store.FindByCode(ctx, code)
+	if errors.Is(err, ErrNotFound) || (err == nil && l.DeletedAt != nil) {
+		return Link{}, errs.NotFound(errLinkNotFoundMessage)
+	}
+	if err != nil {
+		return Link{}, errs.Unavailable("link store unavailable", err)
+	}
+	return l, nil
+}

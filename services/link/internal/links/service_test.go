@@ -1,0 +1,228 @@
+package links
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+)
+
+type fakeStore struct {
+	links   map[string]Link
+	failErr error
+}
+
+func (s *fakeStore) Insert(_ context.Context, l Link) error {
+	if s.failErr != nil {
+		return s.failErr
+	}
+	if _, ok := s.links[l.ShortCode]; ok {
+		return ErrCodeTaken
+	}
+	s.links[l.ShortCode] = l
+	return nil
+}
+
+func (s *fakeStore) FindByCode(_ context.Context, code string) (Link, error) {
+	if s.failErr != nil {
+		return Link{}, s.failErr
+	}
+	l, ok := s.links[code]
+	if !ok {
+		return Link{}, ErrNotFound
+	}
+	return l, nil
+}
+
+type fakeCache struct {
+	entries     map[string]*link.Resolved // nil value = cached absence
+	invalidated []string
+}
+
+func (c *fakeCache) Get(_ context.Context, code string) (link.Resolved, bool, bool) {
+	r, ok := c.entries[code]
+	if !ok {
+		return link.Resolved{}, false, false
+	}
+	if r == nil {
+		return link.Resolved{}, false, true
+	}
+	return *r, true, true
+}
+
+func (c *fakeCache) Put(_ context.Context, code string, r link.Resolved, found bool) {
+	if found {
+		c.entries[code] = &r
+	} else {
+		c.entries[code] = nil
+	}
+}
+
+func (c *fakeCache) Invalidate(_ context.Context, code string) {
+	delete(c.entries, code)
+	c.invalidated = append(c.invalidated, code)
+}
+
+type fakeChecker struct{}
+
+func (fakeChecker) Check(_ context.Context, raw string) error {
+	if strings.Contains(raw, "internal") {
+		return errors.New("url must not point to a private or internal address")
+	}
+	return nil
+}
+
+var (
+	now  = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	user = identity.Caller{UserID: "u1", Role: "user", Status: "active"}
+)
+
+func newService() (*Service, *fakeStore, *fakeCache) {
+	st := &fakeStore{links: map[string]Link{}}
+	c := &fakeCache{entries: map[string]*link.Resolved{}}
+	s := NewService(st, c, fakeChecker{}, "https://sho.rt/")
+	s.now = func() time.Time { return now }
+	return s, st, c
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestCreateRules(t *testing.T) {
+	cases := []struct {
+		name    string
+		caller  identity.Caller
+		req     link.CreateRequest
+		kind    errs.Kind
+		msg     string
+		expires time.Time
+	}{
+		{"default expiry", identity.Anonymous, link.CreateRequest{URL: "https://a.example"}, 0, "", now.AddDate(0, 0, 30)},
+		{"anonymous 1 day", identity.Anonymous, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(1)}, 0, "", now.AddDate(0, 0, 1)},
+		{"anonymous 30 days", identity.Anonymous, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(30)}, 0, "", now.AddDate(0, 0, 30)},
+		{"anonymous 31 days", identity.Anonymous, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(31)}, errs.KindInvalid, "expiration_days must be between 1 and 30", time.Time{}},
+		{"zero days", identity.Anonymous, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(0)}, errs.KindInvalid, "expiration_days must be between 1 and 30", time.Time{}},
+		{"negative days", user, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(-5)}, errs.KindInvalid, "expiration_days must be between 1 and 365", time.Time{}},
+		{"registered 365 days", user, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(365)}, 0, "", now.AddDate(0, 0, 365)},
+		{"registered 366 days", user, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(366)}, errs.KindInvalid, "expiration_days must be between 1 and 365", time.Time{}},
+		{"bad destination", identity.Anonymous, link.CreateRequest{URL: "http://internal"}, errs.KindInvalid, "url must not point to a private or internal address", time.Time{}},
+		{"anonymous custom code", identity.Anonymous, link.CreateRequest{URL: "https://a.example", CustomCode: ptr("mine")}, errs.KindForbidden, "custom_code requires an account", time.Time{}},
+		{"custom too short", user, link.CreateRequest{URL: "https://a.example", CustomCode: ptr("ab")}, errs.KindInvalid, "custom_code must be 3-32 characters of A-Z, a-z, 0-9, _ and -", time.Time{}},
+		{"custom too long", user, link.CreateRequest{URL: "https://a.example", CustomCode: ptr(strings.Repeat("a", 33))}, errs.KindInvalid, "custom_code must be 3-32 characters of A-Z, a-z, 0-9, _ and -", time.Time{}},
+		{"custom bad chars", user, link.CreateRequest{URL: "https://a.example", CustomCode: ptr("a/b.c")}, errs.KindInvalid, "custom_code must be 3-32 characters of A-Z, a-z, 0-9, _ and -", time.Time{}},
+		{"custom reserved", user, link.CreateRequest{URL: "https://a.example", CustomCode: ptr("API")}, errs.KindInvalid, "custom_code is a reserved word", time.Time{}},
+		{"custom ok", user, link.CreateRequest{URL: "https://a.example", CustomCode: ptr("my-Code_1")}, 0, "", now.AddDate(0, 0, 30)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, st, c := newService()
+			l, err := s.Create(context.Background(), tc.caller, tc.req)
+			if tc.msg != "" {
+				e, ok := errs.As(err)
+				if !ok || e.Kind != tc.kind || e.Message != tc.msg {
+					t.Fatalf("got %v, want kind %d %q", err, tc.kind, tc.msg)
+				}
+				if len(st.links) != 0 {
+					t.Fatal("a refused link was stored")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !l.ExpiresAt.Equal(tc.expires) || !l.CreatedAt.Equal(now) || l.Status != link.StatusActive || l.OwnerID != tc.caller.UserID {
+				t.Fatalf("unexpected link %+v", l)
+			}
+			if tc.req.CustomCode != nil && l.ShortCode != *tc.req.CustomCode {
+				t.Fatalf("custom code not kept: %q", l.ShortCode)
+			}
+			if _, ok := st.links[l.ShortCode]; !ok {
+				t.Fatal("link not stored")
+			}
+			if len(c.invalidated) != 1 || c.invalidated[0] != l.ShortCode {
+				t.Fatalf("creation must invalidate cached absence of the code, got %v", c.invalidated)
+			}
+		})
+	}
+}
+
+func TestCreateRetriesCollisions(t *testing.T) {
+	s, st, _ := newService()
+	st.links["taken01"] = Link{ShortCode: "taken01"}
+	codes := []string{"taken01", "taken01", "fresh01"}
+	s.newCode = func() (string, error) { c := codes[0]; codes = codes[1:]; return c, nil }
+	l, err := s.Create(context.Background(), identity.Anonymous, link.CreateRequest{URL: "https://a.example"})
+	if err != nil || l.ShortCode != "fresh01" {
+		t.Fatalf("got %+v %v", l, err)
+	}
+
+	s.newCode = func() (string, error) { return "taken01", nil }
+	if _, err := s.Create(context.Background(), identity.Anonymous, link.CreateRequest{URL: "https://a.example"}); err == nil {
+		t.Fatal("endless collisions must fail")
+	}
+}
+
+func TestCustomCodeTaken(t *testing.T) {
+	s, st, _ := newService()
+	st.links["mine"] = Link{ShortCode: "mine"}
+	_, err := s.Create(context.Background(), user, link.CreateRequest{URL: "https://a.example", CustomCode: ptr("mine")})
+	if e, ok := errs.As(err); !ok || e.Kind != errs.KindConflict {
+		t.Fatalf("got %v, want 409", err)
+	}
+}
+
+func TestNewCode(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		c, err := NewCode()
+		if err != nil || len(c) != GeneratedCodeLength || !link.PlausibleCode(c) || strings.ContainsAny(c, "_-") {
+			t.Fatalf("bad code %q %v", c, err)
+		}
+		if seen[c] {
+			t.Fatalf("duplicate code %q in 1000 draws", c)
+		}
+		seen[c] = true
+	}
+}
+
+func TestResolveAndInfo(t *testing.T) {
+	s, st, c := newService()
+	deleted := now.Add(-time.Hour)
+	st.links["live"] = Link{ShortCode: "live", DestinationURL: "https://a.example", Status: link.StatusActive, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	st.links["old"] = Link{ShortCode: "old", DestinationURL: "https://b.example", Status: link.StatusActive, ExpiresAt: now.Add(-time.Second)}
+	st.links["gone"] = Link{ShortCode: "gone", DestinationURL: "https://c.example", Status: link.StatusActive, ExpiresAt: now.Add(time.Hour), DeletedAt: &deleted}
+	ctx := context.Background()
+
+	r, err := s.Resolve(ctx, "live")
+	if err != nil || r.DestinationURL != "https://a.example" || c.entries["live"] == nil {
+		t.Fatalf("resolve live: %+v %v (cached %v)", r, err, c.entries["live"])
+	}
+	delete(st.links, "live") // now only the cache knows it
+	if r, err := s.Resolve(ctx, "live"); err != nil || r.DestinationURL != "https://a.example" {
+		t.Fatalf("cache not used: %v", err)
+	}
+	for _, code := range []string{"gone", "nope", "bad/code", strings.Repeat("x", 40)} {
+		if _, err := s.Resolve(ctx, code); !errs.IsKind(err, errs.KindNotFound) {
+			t.Errorf("resolve %q: got %v, want 404", code, err)
+		}
+		if _, err := s.Info(ctx, code); !errs.IsKind(err, errs.KindNotFound) {
+			t.Errorf("info %q: got %v, want 404", code, err)
+		}
+	}
+	if v, ok := c.entries["nope"]; !ok || v != nil {
+		t.Error("unknown code not negatively cached")
+	}
+	info, err := s.Info(ctx, "old")
+	if err != nil || !info.Expired || info.ShortURL != "https://sho.rt/old" {
+		t.Fatalf("info old: %+v %v", info, err)
+	}
+	st.failErr = fmt.Errorf("connection reset")
+	if _, err := s.Info(ctx, "old"); !errs.IsKind(err, errs.KindUnavailable) {
+		t.Fatalf("store failure: got %v, want 503", err)
+	}
+}

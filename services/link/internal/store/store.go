@@ -1,0 +1,89 @@
+// Package store keeps links in the link service's own MongoDB database.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/linkmesh/linkmesh/pkg/mongodb"
+	"github.com/linkmesh/linkmesh/services/link/internal/links"
+)
+
+const collection = "links"
+
+// doc is the stored shape of a link; auto_renew is 0/1 as the specification's data model says.
+type doc struct {
+	ID             string     `bson:"_id"`
+	ShortCode      string     `bson:"short_code"`
+	DestinationURL string     `bson:"destination_url"`
+	OwnerID        string     `bson:"owner_id,omitempty"`
+	CreatedAt      time.Time  `bson:"created_at"`
+	ExpiresAt      time.Time  `bson:"expires_at"`
+	DeletedAt      *time.Time `bson:"deleted_at,omitempty"`
+	Status         string     `bson:"status"`
+	AutoRenew      int        `bson:"auto_renew"`
+	ClickCount     int64      `bson:"click_count"`
+}
+
+// Store is the MongoDB link store.
+type Store struct{ links *mongo.Collection }
+
+// New returns a store over db after making sure its indexes exist.
+func New(ctx context.Context, db *mongo.Database) (*Store, error) {
+	err := mongodb.EnsureIndexes(ctx, db,
+		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
+			Keys: bson.D{{Key: "short_code", Value: 1}}, Options: options.Index().SetUnique(true).SetName("short_code_unique"),
+		}},
+	)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{links: db.Collection(collection)}, nil
+}
+
+// Insert stores l; links.ErrCodeTaken when its code exists.
+func (s *Store) Insert(ctx context.Context, l links.Link) error {
+	_, err := s.links.InsertOne(ctx, toDoc(l))
+	if mongo.IsDuplicateKeyError(err) {
+		return links.ErrCodeTaken
+	}
+	if err != nil {
+		return fmt.Errorf("insert link: %w", err)
+	}
+	return nil
+}
+
+// FindByCode returns the link with code, soft-deleted included; links.ErrNotFound if none.
+func (s *Store) FindByCode(ctx context.Context, code string) (links.Link, error) {
+	var d doc
+	err := s.links.FindOne(ctx, bson.D{{Key: "short_code", Value: code}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return links.Link{}, links.ErrNotFound
+	}
+	if err != nil {
+		return links.Link{}, fmt.Errorf("find link: %w", err)
+	}
+	return fromDoc(d), nil
+}
+
+func toDoc(l links.Link) doc {
+	d := doc{ID: l.ID, ShortCode: l.ShortCode, DestinationURL: l.DestinationURL, OwnerID: l.OwnerID,
+		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt, Status: l.Status,
+		ClickCount: l.ClickCount}
+	if l.AutoRenew {
+		d.AutoRenew = 1
+	}
+	return d
+}
+
+func fromDoc(d doc) links.Link {
+	return links.Link{ID: d.ID, ShortCode: d.ShortCode, DestinationURL: d.DestinationURL, OwnerID: d.OwnerID,
+		CreatedAt: d.CreatedAt.UTC(), ExpiresAt: d.ExpiresAt.UTC(), DeletedAt: d.DeletedAt, Status: d.Status,
+		AutoRenew: d.AutoRenew != 0, ClickCount: d.ClickCount}
+}

@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/testenv"
+	"github.com/linkmesh/linkmesh/services/link/internal/links"
+)
+
+func TestStoreAgainstRealMongo(t *testing.T) {
+	db := testenv.Mongo(t)
+	ctx := context.Background()
+	s, err := New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(ctx, db); err != nil {
+		t.Fatalf("index creation must be idempotent: %v", err)
+	}
+	created := time.Date(2026, 11, 21, 10, 0, 0, 123_000_000, time.UTC)
+	l := links.Link{ID: "id1", ShortCode: "Abc1234", DestinationURL: "https://example.com", CreatedAt: created,
+		ExpiresAt: created.AddDate(0, 0, 30), Status: "ACTIVE", AutoRenew: true}
+	if err := s.Insert(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.FindByCode(ctx, "Abc1234")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != l.ID || !got.CreatedAt.Equal(l.CreatedAt) || !got.ExpiresAt.Equal(l.ExpiresAt) || !got.AutoRenew || got.OwnerID != "" {
+		t.Fatalf("round trip changed the link: %+v", got)
+	}
+	if _, err := s.FindByCode(ctx, "abc1234"); !errors.Is(err, links.ErrNotFound) {
+		t.Fatalf("codes are case-sensitive; got %v", err)
+	}
+	l.ID = "id2"
+	if err := s.Insert(ctx, l); !errors.Is(err, links.ErrCodeTaken) {
+		t.Fatalf("duplicate code: got %v", err)
+	}
+}
+
+// The unique index, not a read-then-write, decides who gets a code.
+func TestConcurrentInsertsOfOneCode(t *testing.T) {
+	db := testenv.Mongo(t)
+	ctx := context.Background()
+	s, err := New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok, taken atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.Insert(ctx, links.Link{ID: string(rune('a' + i)), ShortCode: "race", DestinationURL: "https://e.com", Status: "ACTIVE"})
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, links.ErrCodeTaken):
+				taken.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 1 || taken.Load() != 9 {
+		t.Fatalf("%d inserts won, %d lost; want 1 and 9", ok.Load(), taken.Load())
+	}
+}

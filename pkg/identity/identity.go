@@ -109,3 +109,12 @@ func TokenFromContext(ctx context.Context) string {
 	s, _ := ctx.Value(tokenKey{}).(string)
 	return s
 }
+
+// WithCaller signs a token for caller and attaches it to ctx for outgoing internal calls.
+func (k *Keys) WithCaller(ctx context.Context, caller Caller) (context.Context, error) {
+	tok, err := k.Sign(caller)
+	if err != nil {
+		return ctx, err
+	}
+	return ContextWithToken(ctx, tok), nil
+}

@@ -45,7 +45,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, tp trace.Trac
 	}
 	linkHTTP, authHTTP := peer("link", cfg.LinkURL), peer("auth", cfg.AuthURL)
 	links := link.New(linkHTTP)
-	cache := redirect.NewCache(cfg.RedirectCacheSize, links)
+	cache := redirect.NewCache(cfg.RedirectCacheSize, redirect.LinkResolver{Links: links, Keys: keys})
 	subCtx, cancelSub := context.WithCancel(context.WithoutCancel(ctx))
 	if err := cache.Subscribe(subCtx, rdb, log); err != nil {
 		cancelSub()

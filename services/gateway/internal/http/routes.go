@@ -50,11 +50,7 @@ type handlers struct{ Deps }
 
 // anonymous returns the request context carrying an anonymous caller's internal token.
 func (h *handlers) anonymous(c *fiber.Ctx) (context.Context, error) {
-	tok, err := h.Keys.Sign(identity.Anonymous)
-	if err != nil {
-		return nil, err
-	}
-	return identity.ContextWithToken(c.UserContext(), tok), nil
+	return h.Keys.WithCaller(c.UserContext(), identity.Anonymous)
 }
 
 // clientAddr is the caller's address per the trusted-proxy rules.

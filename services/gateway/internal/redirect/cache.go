@@ -14,6 +14,7 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
 // Entry is what the cache keeps for a code; Found is false for an unknown code.
@@ -25,6 +26,22 @@ type Entry struct {
 // Resolver asks the link service; *link.Client satisfies it.
 type Resolver interface {
 	Resolve(ctx context.Context, code string) (link.Resolved, error)
+}
+
+// LinkResolver asks the link service as an anonymous caller: a visitor of a short link needs
+// no session.
+type LinkResolver struct {
+	Links *link.Client
+	Keys  *identity.Keys
+}
+
+// Resolve implements Resolver.
+func (r LinkResolver) Resolve(ctx context.Context, code string) (link.Resolved, error) {
+	ctx, err := r.Keys.WithCaller(ctx, identity.Anonymous)
+	if err != nil {
+		return link.Resolved{}, err
+	}
+	return r.Links.Resolve(ctx, code)
 }
 
 // Cache is the gateway's cache of resolved links: bounded in size, every entry gone after

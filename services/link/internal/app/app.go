@@ -40,7 +40,11 @@ func New(ctx context.Context, cfg config.Config, deps Deps) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	checker, err := urlcheck.New(cfg.BaseURL, deps.Resolver, cfg.DNSTimeout)
+	resolver := deps.Resolver
+	if resolver == nil {
+		resolver = cfg.Resolver()
+	}
+	checker, err := urlcheck.New(cfg.BaseURL, resolver, cfg.DNSTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("url checker: %w", err)
 	}

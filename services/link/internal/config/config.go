@@ -2,7 +2,9 @@
 package config
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"time"
 
@@ -18,6 +20,9 @@ type Config struct {
 	BaseURL string `env:"LINKMESH_BASE_URL" envDefault:"http://localhost:8080"`
 	// DNSTimeout bounds the destination lookup of the SSRF guard.
 	DNSTimeout time.Duration `env:"LINKMESH_DNS_TIMEOUT" envDefault:"2s"`
+	// DNSServer, host:port, sends the guard's lookups to one DNS server instead of the
+	// system's resolvers (a cluster DNS, or a local one in tests).
+	DNSServer string `env:"LINKMESH_DNS_SERVER"`
 }
 
 // Load reads and validates the configuration.
@@ -42,5 +47,22 @@ func Load() (Config, error) {
 	if cfg.DNSTimeout <= 0 || cfg.DNSTimeout > 2*time.Second {
 		return cfg, fmt.Errorf("LINKMESH_DNS_TIMEOUT must be between 0 and 2s, got %s", cfg.DNSTimeout)
 	}
+	if cfg.DNSServer != "" {
+		if _, _, err := net.SplitHostPort(cfg.DNSServer); err != nil {
+			return cfg, fmt.Errorf("LINKMESH_DNS_SERVER must be host:port: %w", err)
+		}
+	}
 	return cfg, nil
+}
+
+// Resolver is the DNS resolver the SSRF guard uses: the system's, or one pinned to DNSServer.
+func (c Config) Resolver() *net.Resolver {
+	if c.DNSServer == "" {
+		return net.DefaultResolver
+	}
+	server := c.DNSServer
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, server)
+	}}
 }

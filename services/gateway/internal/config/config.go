@@ -21,7 +21,7 @@ type Config struct {
 	// TrustedProxies are CIDRs whose X-Forwarded-For is believed.
 	TrustedProxies []string `env:"LINKMESH_TRUSTED_PROXIES" envSeparator:","`
 	// RedirectCacheSize bounds the in-process cache of resolved links (entries).
-	RedirectCacheSize int `env:"LINKMESH_REDIRECT_CACHE_SIZE" envDefault:"100000"`
+	RedirectCacheSize int           `env:"LINKMESH_REDIRECT_CACHE_SIZE" envDefault:"100000"`
 	CaptchaVerifyURL  string        `env:"LINKMESH_CAPTCHA_VERIFY_URL"`
 	CaptchaSecret     config.Secret `env:"LINKMESH_CAPTCHA_SECRET"`
 

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# install-deps.sh ensures this machine has what local runs and tests need:
+# redis-server, the PostgreSQL server binaries (initdb/postgres, used under
+# FerretDB as the MongoDB wire-protocol server) and wrk (for benchmarks).
+#
+# It is idempotent: it installs only what is missing, runs apt-get update at
+# most once, and prints one line per tool.
+set -euo pipefail
+
+export DEBIAN_FRONTEND=noninteractive
+
+# SUDO is empty when we are root, so commands run directly; otherwise sudo
+# is required because apt-get needs root.
+SUDO=""
+if [[ "$(id -u)" -ne 0 ]]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO="sudo"
+	else
+		echo "install-deps: not root and sudo is not available; run as root" >&2
+		exit 1
+	fi
+fi
+
+updated=0
+
+# apt_install installs the given packages, running apt-get update once per
+# script run so repeated installs don't refetch the package lists.
+apt_install() {
+	if ! command -v apt-get >/dev/null 2>&1; then
+		echo "install-deps: apt-get not found; install $* with your package manager" >&2
+		exit 1
+	fi
+	if [[ "$updated" -eq 0 ]]; then
+		$SUDO apt-get update -q >/dev/null
+		updated=1
+	fi
+	$SUDO apt-get install -y -q --no-install-recommends "$@" >/dev/null
+}
+
+# find_binary prints the path of a binary found in PATH, /usr/bin or /usr/sbin.
+find_binary() {
+	local name="$1" dir
+	if command -v "$name" >/dev/null 2>&1; then
+		command -v "$name"
+		return 0
+	fi
+	for dir in /usr/bin /usr/sbin; do
+		if [[ -x "$dir/$name" ]]; then
+			echo "$dir/$name"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# find_initdb prints the newest initdb: PATH first, then /usr/lib/postgresql/*/bin.
+# Debian keeps server binaries out of PATH, hence the versioned directories.
+find_initdb() {
+	if command -v initdb >/dev/null 2>&1; then
+		command -v initdb
+		return 0
+	fi
+	local newest
+	newest="$(ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -n 1 || true)"
+	if [[ -n "$newest" && -x "$newest" ]]; then
+		echo "$newest"
+		return 0
+	fi
+	return 1
+}
+
+# ensure checks for a tool with the given finder and installs its package if
+# the finder fails.
+ensure() {
+	local tool="$1" package="$2" finder="$3" path
+	if path="$($finder)"; then
+		echo "found     $tool: $path"
+		return 0
+	fi
+	apt_install "$package"
+	if ! path="$($finder)"; then
+		echo "install-deps: installed $package but $tool is still missing" >&2
+		exit 1
+	fi
+	echo "installed $tool: $path"
+}
+
+find_redis() { find_binary redis-server; }
+find_wrk() { find_binary wrk; }
+
+ensure redis-server redis-server find_redis
+ensure initdb postgresql find_initdb
+ensure wrk wrk find_wrk

@@ -1,0 +1,245 @@
+package stack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Timeouts for service processes.
+const (
+	serviceReadyTimeout = 30 * time.Second
+	serviceStopGrace    = 10 * time.Second
+)
+
+// Services are the six linkmesh service processes.
+type Services struct {
+	GatewayURL string            // http://127.0.0.1:<port>
+	URLs       map[string]string // service name → base URL, all six
+	LogDir     string            // where <svc>.log files are; empty: our stderr
+
+	logger   *slog.Logger
+	procs    map[string]*process
+	stopOnce sync.Once
+}
+
+// ServicesOptions configures StartServices.
+type ServicesOptions struct {
+	BinDir         string                       // holds built binaries gateway, auth, link, analytics, moderation, quota
+	MongoURI       string                       // passed as LINKMESH_MONGODB_URI
+	RedisURL       string                       // passed as LINKMESH_REDIS_URL
+	DatabasePrefix string                       // database of service s is DatabasePrefix+"_"+s (default "linkmesh")
+	GatewayAddr    string                       // e.g. "127.0.0.1:8080"; empty → free port
+	FixedPorts     bool                         // true: auth 8081, link 8082, analytics 8083, moderation 8084, quota 8085; false: free ports
+	Env            map[string]string            // extra env for every service (overrides defaults)
+	ServiceEnv     map[string]map[string]string // per-service extra env (overrides Env)
+	LogDir         string                       // each service's stdout+stderr → LogDir/<svc>.log; empty → our stderr
+	Logger         *slog.Logger                 // our own progress lines; nil discards them
+}
+
+// fixedPorts are the well-known local ports used by `make run`.
+func fixedPorts() map[string]int {
+	return map[string]int{"auth": 8081, "link": 8082, "analytics": 8083, "moderation": 8084, "quota": 8085}
+}
+
+// CheckBinaries returns an error naming every service binary missing from
+// binDir, so callers can fail before starting datastores.
+func CheckBinaries(binDir string) error {
+	var missing []string
+	for _, svc := range ServiceNames() {
+		if !isExecutable(filepath.Join(binDir, svc)) {
+			missing = append(missing, svc)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("service binaries missing or not executable in %s: %s (build them first, e.g. make build)", binDir, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// StartServices starts all six services, in order quota, link, auth,
+// analytics, moderation, gateway, and waits (≤ 30 s each) until GET
+// <url>/readyz answers 200. On failure it stops what it started and returns
+// an error including the tail of the failing service's log.
+func StartServices(ctx context.Context, opts ServicesOptions) (_ *Services, err error) {
+	if err := CheckBinaries(opts.BinDir); err != nil {
+		return nil, fmt.Errorf("start services: %w", err)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.DatabasePrefix == "" {
+		opts.DatabasePrefix = "linkmesh"
+	}
+	if opts.LogDir != "" {
+		if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
+			return nil, fmt.Errorf("start services: create log dir: %w", err)
+		}
+	}
+	addrs, err := serviceAddrs(opts.GatewayAddr, opts.FixedPorts)
+	if err != nil {
+		return nil, fmt.Errorf("start services: %w", err)
+	}
+	internal, identity, err := secretsFor(opts.Env)
+	if err != nil {
+		return nil, fmt.Errorf("start services: %w", err)
+	}
+
+	s := &Services{URLs: make(map[string]string), LogDir: opts.LogDir, logger: logger, procs: make(map[string]*process)}
+	for svc, addr := range addrs {
+		s.URLs[svc] = "http://" + addr
+	}
+	s.GatewayURL = s.URLs["gateway"]
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+
+	base := os.Environ()
+	for _, svc := range ServiceNames() {
+		env := serviceEnv(serviceEnvConfig{
+			Base: base, Service: svc, Addrs: addrs,
+			MongoURI: opts.MongoURI, RedisURL: opts.RedisURL, DatabasePrefix: opts.DatabasePrefix,
+			InternalSecret: internal, IdentitySecret: identity,
+			Env: opts.Env, ServiceEnv: opts.ServiceEnv[svc],
+		})
+		if err := s.startOne(ctx, opts, svc, env); err != nil {
+			return nil, fmt.Errorf("start services: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// startOne starts one service and waits for its readiness endpoint.
+func (s *Services) startOne(ctx context.Context, opts ServicesOptions, svc string, env []string) error {
+	start := time.Now()
+	spec := processSpec{name: svc, path: filepath.Join(opts.BinDir, svc), env: env}
+	if opts.LogDir != "" {
+		spec.logPath = filepath.Join(opts.LogDir, svc+".log")
+	}
+	p, err := startProcess(spec)
+	if err != nil {
+		return err
+	}
+	s.procs[svc] = p
+	client := &http.Client{Timeout: 2 * time.Second}
+	url := s.URLs[svc] + "/readyz"
+	err = waitReady(ctx, p, serviceReadyTimeout, func(ctx context.Context) error {
+		return checkReady(ctx, client, url)
+	})
+	if err != nil {
+		return err
+	}
+	s.logger.Info("service ready", "service", svc, "url", s.URLs[svc], "pid", p.pid(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// checkReady does one GET of a readiness URL and wants 200.
+func checkReady(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	// Drain a little so the connection can be reused by the next poll.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: status %d", url, resp.StatusCode)
+	}
+	return nil
+}
+
+// serviceAddrs picks each service's listen address and checks it is free.
+func serviceAddrs(gatewayAddr string, fixed bool) (map[string]string, error) {
+	addrs := make(map[string]string)
+	for _, svc := range ServiceNames() {
+		var addr string
+		switch {
+		case svc == "gateway" && gatewayAddr != "":
+			addr = gatewayAddr
+		case svc != "gateway" && fixed:
+			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(fixedPorts()[svc]))
+		default:
+			port, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		}
+		if err := addrFree(addr); err != nil {
+			return nil, fmt.Errorf("%s: %w (is another linkmesh still running?)", svc, err)
+		}
+		addrs[svc] = addr
+	}
+	return addrs, nil
+}
+
+// secretsFor returns the shared secrets: Env's if set, else fresh random ones
+// (valid for this set of processes only).
+func secretsFor(env map[string]string) (internal, identity string, err error) {
+	internal, identity = env[EnvInternalSecret], env[EnvIdentitySecret]
+	if internal == "" {
+		if internal, err = RandomSecret(); err != nil {
+			return "", "", err
+		}
+	}
+	if identity == "" {
+		if identity, err = RandomSecret(); err != nil {
+			return "", "", err
+		}
+	}
+	return internal, identity, nil
+}
+
+// RandomSecret returns 32 random bytes, hex-encoded.
+func RandomSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate secret: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// Stop sends SIGTERM to the gateway and waits for it (up to 10 s, then
+// SIGKILL), so requests in flight can still reach the backends; then it does
+// the same for the other services together. Signals go by PID. Safe to call
+// twice.
+func (s *Services) Stop() {
+	if s == nil {
+		return
+	}
+	s.stopOnce.Do(func() {
+		s.procs["gateway"].stop(syscall.SIGTERM, serviceStopGrace)
+		var wg sync.WaitGroup
+		for svc, p := range s.procs {
+			if svc == "gateway" {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.stop(syscall.SIGTERM, serviceStopGrace)
+			}()
+		}
+		wg.Wait()
+		s.logger.Info("services stopped")
+	})
+}

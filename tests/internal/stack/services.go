@@ -47,6 +47,9 @@ type ServicesOptions struct {
 	ServiceEnv     map[string]map[string]string // per-service extra env (overrides Env)
 	LogDir         string                       // each service's stdout+stderr → LogDir/<svc>.log; empty → our stderr
 	Logger         *slog.Logger                 // our own progress lines; nil discards them
+	// Wrap prefixes a service's command, e.g. {"gateway": {"taskset", "-c", "1"}} to pin it to
+	// a core in benchmarks; the prefix must exec the binary so the PID stays the service's.
+	Wrap map[string][]string
 }
 
 // fixedPorts are the well-known local ports used by `make run`.
@@ -128,6 +131,10 @@ func StartServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 func (s *Services) startOne(ctx context.Context, opts ServicesOptions, svc string, env []string) error {
 	start := time.Now()
 	spec := processSpec{name: svc, path: filepath.Join(opts.BinDir, svc), env: env}
+	if w := opts.Wrap[svc]; len(w) > 0 {
+		spec.args = append(append([]string{}, w[1:]...), spec.path)
+		spec.path = w[0]
+	}
 	if opts.LogDir != "" {
 		spec.logPath = filepath.Join(opts.LogDir, svc+".log")
 	}
@@ -216,6 +223,14 @@ func RandomSecret() (string, error) {
 		return "", fmt.Errorf("generate secret: %w", err)
 	}
 	return hex.EncodeToString(b), nil
+}
+
+// StopService stops one service (SIGTERM, then SIGKILL after the grace period), e.g. to
+// see how the others behave without it.
+func (s *Services) StopService(name string) {
+	if p, ok := s.procs[name]; ok {
+		p.stop(syscall.SIGTERM, serviceStopGrace)
+	}
 }
 
 // Stop sends SIGTERM to the gateway and waits for it (up to 10 s, then

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// createLinks shortens n IP-literal destinations (no DNS involved) and returns code → destination.
+func createLinks(ctx context.Context, gateway string, n int) (map[string]string, error) {
+	codes := make(map[string]string, n)
+	for i := range n {
+		dest := fmt.Sprintf("https://93.184.216.34/bench/%d", i)
+		body, _ := json.Marshal(map[string]any{"url": dest})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gateway+"/api/links/shorten", bytes.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("create link: %w", err)
+		}
+		var out struct {
+			ShortCode string `json:"short_code"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated || err != nil {
+			return nil, fmt.Errorf("create link: status %d", resp.StatusCode)
+		}
+		codes[out.ShortCode] = dest
+	}
+	return codes, nil
+}
+
+// visitAll requests every code once and insists on a 302.
+func visitAll(ctx context.Context, base string, codes map[string]string) error {
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for code, dest := range codes {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/"+code, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != dest {
+			return fmt.Errorf("%s/%s answered %d %q", base, code, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	return nil
+}
+
+// writeCodes writes the baseline's table and wrk's script picking a random code per request.
+func writeCodes(codes map[string]string, tsvPath, luaPath string) error {
+	var tsv, lua strings.Builder
+	lua.WriteString("local codes = {\n")
+	for code, dest := range codes {
+		fmt.Fprintf(&tsv, "%s\t%s\n", code, dest)
+		fmt.Fprintf(&lua, "  %q,\n", "/"+code)
+	}
+	lua.WriteString("}\nmath.randomseed(42)\nrequest = function()\n  return wrk.format(\"GET\", codes[math.random(#codes)])\nend\n")
+	if err := os.WriteFile(tsvPath, []byte(tsv.String()), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(luaPath, []byte(lua.String()), 0o644)
+}
+
+type wrkResult struct {
+	rps      float64
+	p50, p99 string
+}
+
+var (
+	rpsLine = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	pctLine = regexp.MustCompile(`^\s+(50|99)%\s+(\S+)`)
+	non3xx  = regexp.MustCompile(`Non-2xx or 3xx responses:\s+(\d+)`)
+)
+
+// runWrk runs wrk pinned to the load core and parses throughput and latency percentiles.
+func runWrk(ctx context.Context, o options, url, luaPath string) (wrkResult, error) {
+	args := []string{"-c", o.loadCPU, "wrk", "-t1", "-c" + strconv.Itoa(o.conns),
+		"-d" + strconv.Itoa(int(o.duration/time.Second)) + "s", "--latency", "-s", luaPath, url}
+	out, err := exec.CommandContext(ctx, "taskset", args...).CombinedOutput()
+	if err != nil {
+		return wrkResult{}, fmt.Errorf("wrk: %w: %s", err, out)
+	}
+	var res wrkResult
+	if m := non3xx.FindSubmatch(out); m != nil {
+		return res, fmt.Errorf("wrk against %s saw %s error responses", url, m[1])
+	}
+	m := rpsLine.FindSubmatch(out)
+	if m == nil {
+		return res, fmt.Errorf("no throughput in wrk output: %s", out)
+	}
+	res.rps, _ = strconv.ParseFloat(string(m[1]), 64)
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if m := pctLine.FindStringSubmatch(sc.Text()); m != nil {
+			if m[1] == "50" {
+				res.p50 = m[2]
+			} else {
+				res.p99 = m[2]
+			}
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,146 @@
+// Command benchredirect measures warm GET /{code} through the full linkmesh stack against a
+// bare Fiber handler answering 302 from a map, on the same core, in alternating rounds.
+//
+// The server under test (gateway or baseline) is pinned to one core and wrk to the other, so
+// the two never compete; the rounds alternate so drift on a shared machine hits both equally.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/linkmesh/linkmesh/tests/internal/stack"
+)
+
+type options struct {
+	bin      string
+	links    int
+	rounds   int
+	duration time.Duration
+	conns    int
+	serveCPU string
+	loadCPU  string
+}
+
+func main() {
+	var o options
+	baseline := flag.String("serve-baseline", "", "internal: serve the baseline on this address with codes from -codes")
+	codesFile := flag.String("codes", "", "internal: file of code<TAB>destination lines for -serve-baseline")
+	flag.StringVar(&o.bin, "bin", "bin", "directory of the service binaries")
+	flag.IntVar(&o.links, "links", 1000, "links created and visited at random")
+	flag.IntVar(&o.rounds, "rounds", 5, "alternating rounds of baseline and full stack")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of one wrk run")
+	flag.IntVar(&o.conns, "connections", 32, "wrk connections")
+	flag.StringVar(&o.serveCPU, "serve-cpu", "1", "core the server under test runs on")
+	flag.StringVar(&o.loadCPU, "load-cpu", "0", "core wrk runs on")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if *baseline != "" {
+		err = serveBaseline(ctx, *baseline, *codesFile)
+	} else {
+		err = run(ctx, o)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchredirect:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	bin, err := filepath.Abs(o.bin)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "linkmesh-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	ds, err := stack.StartDatastores(ctx, filepath.Join(dir, "data"), log)
+	if err != nil {
+		return err
+	}
+	defer ds.Stop()
+	pin := []string{"taskset", "-c", o.serveCPU}
+	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
+		BinDir: bin, MongoURI: ds.MongoURI, RedisURL: ds.RedisURL, DatabasePrefix: "bench", LogDir: dir,
+		Env:  map[string]string{"LINKMESH_ANON_QUOTA": "1000000", "LINKMESH_LOG_LEVEL": "warn"},
+		Wrap: map[string][]string{"gateway": pin},
+	})
+	if err != nil {
+		return err
+	}
+	defer svcs.Stop()
+
+	codes, err := createLinks(ctx, svcs.GatewayURL, o.links)
+	if err != nil {
+		return err
+	}
+	codesPath, luaPath := filepath.Join(dir, "codes.tsv"), filepath.Join(dir, "codes.lua")
+	if err := writeCodes(codes, codesPath, luaPath); err != nil {
+		return err
+	}
+	base, err := startBaseline(ctx, pin, codesPath)
+	if err != nil {
+		return err
+	}
+	defer base.stop()
+	// Warm both: every code once, so the measured runs are cache hits.
+	for _, url := range []string{svcs.GatewayURL, base.url} {
+		if err := visitAll(ctx, url, codes); err != nil {
+			return err
+		}
+	}
+
+	fmt.Printf("GET /{code}, %d links at random, wrk -c%d for %s on core %s, servers on core %s, %d rounds\n\n",
+		len(codes), o.conns, o.duration, o.loadCPU, o.serveCPU, o.rounds)
+	fmt.Printf("%-7s %-10s %12s %10s %10s\n", "round", "target", "req/s", "p50", "p99")
+	var baseRPS, fullRPS []float64
+	for r := 1; r <= o.rounds; r++ {
+		order := []string{"baseline", "full"}
+		if r%2 == 0 {
+			order = []string{"full", "baseline"}
+		}
+		for _, target := range order {
+			url := base.url
+			if target == "full" {
+				url = svcs.GatewayURL
+			}
+			res, err := runWrk(ctx, o, url, luaPath)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("%-7d %-10s %12.0f %10s %10s\n", r, target, res.rps, res.p50, res.p99)
+			if target == "full" {
+				fullRPS = append(fullRPS, res.rps)
+			} else {
+				baseRPS = append(baseRPS, res.rps)
+			}
+		}
+	}
+	b, f := median(baseRPS), median(fullRPS)
+	fmt.Printf("\nmedian req/s: baseline %.0f, full stack %.0f → ratio %.2f× (target ≥ 0.85×)\n", b, f, f/b)
+	return nil
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}

@@ -1,0 +1,208 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/quota"
+	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/httpclient"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/testenv"
+	"github.com/linkmesh/linkmesh/services/quota/internal/app"
+	"github.com/linkmesh/linkmesh/services/quota/internal/config"
+)
+
+const secret = "component-test-secret-0123456789abcdef"
+
+// syncBuffer collects the service's logs; the server writes from several goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type service struct {
+	base   string
+	client *quota.Client
+	token  string
+	logs   *syncBuffer
+}
+
+// boot starts the service in-process on a free port against the real datastores and stops it
+// when the test ends.
+func boot(t *testing.T) *service {
+	t.Helper()
+	mongoURI, redisURL := testenv.URIs(t)
+	db := testenv.Mongo(t) // a fresh database, dropped at the end
+	cfg := config.Config{
+		Service:    pkgconfig.Service{LogLevel: "info", InternalSecret: secret},
+		Mongo:      pkgconfig.Mongo{URI: pkgconfig.Secret(mongoURI), Database: db.Name()},
+		Redis:      pkgconfig.Redis{URL: pkgconfig.Secret(redisURL)},
+		AnonQuota:  2,
+		AnonWindow: time.Hour,
+	}
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.New(ctx, cfg, logs)
+	if err != nil {
+		t.Fatalf("app.New: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+
+	keys, err := identity.NewKeys(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := keys.Sign(identity.Anonymous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	hc := httpclient.New(httpclient.Options{Service: "quota", BaseURL: base})
+	return &service{base: base, client: quota.New(hc), token: token, logs: logs}
+}
+
+func (s *service) ctx() context.Context {
+	return identity.ContextWithToken(context.Background(), s.token)
+}
+
+// post sends a raw body, for what the typed client cannot send.
+func (s *service) post(t *testing.T, path, token string, body []byte) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.base+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestReserveReleaseRoundTrip(t *testing.T) {
+	s := boot(t)
+	key := testenv.Name("ip")
+	req := quota.ReserveRequest{Scope: quota.ScopeAnonymousCreate, Key: key}
+	first, err := s.client.Reserve(s.ctx(), req)
+	if err != nil || !first.Allowed || first.ID == "" || first.Limit != 2 || first.Used != 1 ||
+		first.Remaining != 1 || first.WindowSeconds != 3600 || first.ResetsAt.IsZero() {
+		t.Fatalf("first reserve = %+v, %v", first, err)
+	}
+	if r, err := s.client.Reserve(s.ctx(), req); err != nil || !r.Allowed || r.Remaining != 0 {
+		t.Fatalf("second reserve = %+v, %v", r, err)
+	}
+	denied, err := s.client.Reserve(s.ctx(), req)
+	if err != nil || denied.Allowed || denied.ID != "" || denied.RetryAfterSeconds < 3590 || denied.RetryAfterSeconds > 3600 {
+		t.Fatalf("third reserve = %+v, %v; want denied with Retry-After about an hour", denied, err)
+	}
+	rel := quota.ReleaseRequest{Scope: quota.ScopeAnonymousCreate, Key: key, ID: first.ID}
+	for range 2 { // releasing twice is a no-op the second time
+		if err := s.client.Release(s.ctx(), rel); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+	}
+	if r, err := s.client.Reserve(s.ctx(), req); err != nil || !r.Allowed {
+		t.Fatalf("reserve after release = %+v, %v", r, err)
+	}
+	if r, err := s.client.Reserve(s.ctx(), req); err != nil || r.Allowed {
+		t.Fatalf("the double release freed two units: %+v, %v", r, err)
+	}
+	if code, body := s.post(t, "/internal/quota/release", s.token,
+		[]byte(`{"scope":"anonymous_create","key":"`+key+`","id":"`+first.ID+`"}`)); code != 200 || body != `{"status":"released"}` {
+		t.Fatalf("release = %d %s", code, body)
+	}
+	logs := s.logs.String()
+	if !strings.Contains(logs, `"anon_quota":2`) || strings.Contains(logs, secret) {
+		t.Fatalf("start-up log must list the config with secrets masked: %s", logs)
+	}
+}
+
+func TestRequestFailures(t *testing.T) {
+	s := boot(t)
+	reserve := "/internal/quota/reserve"
+	good := []byte(`{"scope":"anonymous_create","key":"k"}`)
+	big := append([]byte(`{"scope":"anonymous_create","key":"`), bytes.Repeat([]byte("k"), 65*1024)...)
+	big = append(big, `"}`...)
+	cases := []struct {
+		name, path, token string
+		body              []byte
+		status            int
+		message           string
+	}{
+		{"no token", reserve, "", good, 401, "internal token required"},
+		{"bad token", reserve, "not-a-token", good, 401, "invalid internal token"},
+		{"release without token", "/internal/quota/release", "", good, 401, "internal token required"},
+		{"bad json", reserve, s.token, []byte(`{"scope":`), 400, "request body is not valid JSON"},
+		{"wrong type", reserve, s.token, []byte(`{"scope":1,"key":"k"}`), 400, "scope must be a string"},
+		{"unknown scope", reserve, s.token, []byte(`{"scope":"nope","key":"k"}`), 400, `scope \"nope\" is unknown`},
+		{"long key", reserve, s.token, []byte(`{"scope":"anonymous_create","key":"` + strings.Repeat("k", 129) + `"}`), 400, "key must be at most 128 characters"},
+		{"bad id", "/internal/quota/release", s.token, []byte(`{"scope":"anonymous_create","key":"k","id":"x"}`), 400, "id is not a reservation id"},
+		{"body over 64 KiB", reserve, s.token, big, 413, "request body exceeds 64 KiB"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := s.post(t, tc.path, tc.token, tc.body)
+			if code != tc.status || body != `{"error":"`+tc.message+`"}` {
+				t.Fatalf("got %d %s, want %d %q", code, body, tc.status, tc.message)
+			}
+		})
+	}
+
+	// The typed client surfaces the envelope as an *errs.Error of the right kind.
+	_, err := s.client.Reserve(s.ctx(), quota.ReserveRequest{Scope: "nope", Key: "k"})
+	if e, ok := errs.As(err); !ok || e.Kind != errs.KindInvalid {
+		t.Fatalf("typed client error = %v, want a 400 *errs.Error", err)
+	}
+}
+
+func TestProbes(t *testing.T) {
+	s := boot(t)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get(s.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s = %d, want 200", path, resp.StatusCode)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package config
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+const secret = "0123456789abcdef0123456789abcdef-secret"
+
+func TestLoadDefaults(t *testing.T) {
+	t.Setenv("LINKMESH_INTERNAL_SECRET", secret)
+	t.Setenv("LINKMESH_LISTEN_ADDR", "")
+	t.Setenv("LINKMESH_MONGODB_DATABASE", "")
+	t.Setenv("LINKMESH_ANON_QUOTA", "")
+	t.Setenv("LINKMESH_ANON_WINDOW", "")
+	cfg, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ListenAddr != "127.0.0.1:8085" || cfg.Database != "linkmesh_quota" ||
+		cfg.AnonQuota != 10 || cfg.AnonWindow != 24*time.Hour {
+		t.Fatalf("defaults = %+v", cfg)
+	}
+}
+
+func TestLoadReadsSettings(t *testing.T) {
+	t.Setenv("LINKMESH_INTERNAL_SECRET", secret)
+	t.Setenv("LINKMESH_LISTEN_ADDR", "127.0.0.1:9000")
+	t.Setenv("LINKMESH_MONGODB_DATABASE", "q")
+	t.Setenv("LINKMESH_ANON_QUOTA", "3")
+	t.Setenv("LINKMESH_ANON_WINDOW", "90m")
+	cfg, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ListenAddr != "127.0.0.1:9000" || cfg.Database != "q" || cfg.AnonQuota != 3 || cfg.AnonWindow != 90*time.Minute {
+		t.Fatalf("config = %+v", cfg)
+	}
+}
+
+func TestLoadRejects(t *testing.T) {
+	cases := map[string]map[string]string{
+		"short secret":  {"LINKMESH_INTERNAL_SECRET": "short"},
+		"zero quota":    {"LINKMESH_ANON_QUOTA": "0"},
+		"tiny window":   {"LINKMESH_ANON_WINDOW": "30s"},
+		"bad window":    {"LINKMESH_ANON_WINDOW": "a day"},
+		"non-int quota": {"LINKMESH_ANON_QUOTA": "ten"},
+	}
+	for name, env := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("LINKMESH_INTERNAL_SECRET", secret)
+			t.Setenv("LINKMESH_ANON_QUOTA", "10")
+			t.Setenv("LINKMESH_ANON_WINDOW", "24h")
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			if _, err := Load(); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+}
+
+func TestLogValueMasksSecrets(t *testing.T) {
+	cfg := Config{AnonQuota: 10, AnonWindow: time.Hour}
+	cfg.InternalSecret = secret
+	cfg.URI = "mongodb://user:mongo-password@db/"
+	cfg.URL = "redis://:redis-password@cache/0"
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("starting", "config", cfg)
+	out := buf.String()
+	for _, leak := range []string{secret, "mongo-password", "redis-password"} {
+		if strings.Contains(out, leak) {
+			t.Fatalf("log leaks %q: %s", leak, out)
+		}
+	}
+	if !strings.Contains(out, `"anon_quota":10`) || !strings.Contains(out, `"anon_window":"1h0m0s"`) {
+		t.Fatalf("log lacks the settings: %s", out)
+	}
+}

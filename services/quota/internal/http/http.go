@@ -1,0 +1,71 @@
+// Package http exposes the quota rules as the internal routes the typed client
+// pkg/clients/quota calls.
+package http
+
+import (
+	"context"
+	"math"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/quota"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/services/quota/internal/window"
+)
+
+// Limiter is what the handlers need from the window rules.
+type Limiter interface {
+	Reserve(ctx context.Context, scope, key string) (window.Decision, error)
+	Release(ctx context.Context, scope, key, id string) error
+}
+
+// Routes registers the internal routes behind the internal-token check.
+func Routes(app *fiber.App, keys *identity.Keys, limiter Limiter) {
+	h := handlers{limiter: limiter}
+	g := app.Group("/internal/quota", identity.Require(keys))
+	g.Post("/reserve", h.reserve)
+	g.Post("/release", h.release)
+}
+
+type handlers struct {
+	limiter Limiter
+}
+
+// reserve answers 200 whether or not a unit was taken: "no room" is a normal outcome that the
+// caller turns into its own 429.
+func (h handlers) reserve(c *fiber.Ctx) error {
+	var req quota.ReserveRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	d, err := h.limiter.Reserve(c.UserContext(), req.Scope, req.Key)
+	if err != nil {
+		return err
+	}
+	return c.JSON(reservation(d), fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) release(c *fiber.Ctx) error {
+	var req quota.ReleaseRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := h.limiter.Release(c.UserContext(), req.Scope, req.Key, req.ID); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "released"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func reservation(d window.Decision) quota.Reservation {
+	return quota.Reservation{
+		Allowed:           d.Allowed,
+		ID:                d.ID,
+		Limit:             d.Limit,
+		Used:              d.Used,
+		Remaining:         d.Remaining(),
+		RetryAfterSeconds: int(math.Ceil(d.RetryAfter.Seconds())),
+		WindowSeconds:     int(d.Window.Seconds()),
+		ResetsAt:          d.ResetsAt,
+	}
+}

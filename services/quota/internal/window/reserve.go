@@ -1,0 +1,126 @@
+package window
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// scriptResult is what reserveScript answered.
+type scriptResult struct {
+	status   int64 // -1 needs hydration, 0 denied, 1 taken
+	used     int
+	oldestMs int64 // score of the oldest unit still counted; 0 if none
+}
+
+// Reserve takes one unit of scope for key if the window has room. A unit is handed out only
+// once it is recorded in the ledger; if that fails it is taken back out of Redis and the
+// caller gets a 503.
+func (l *Limiter) Reserve(ctx context.Context, scope, key string) (Decision, error) {
+	p, err := l.policyFor(scope, key)
+	if err != nil {
+		return Decision{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+	defer cancel()
+	k := keysFor(scope, key)
+	for range maxHydrations + 1 {
+		now := l.now()
+		id := newUnitID(now)
+		res, err := l.runReserve(ctx, k, p, now, id)
+		if err != nil {
+			return Decision{}, unavailable("reserve quota", err)
+		}
+		if res.status < 0 {
+			if err := l.hydrate(ctx, scope, key, p); err != nil {
+				return Decision{}, err
+			}
+			continue
+		}
+		d := decide(p, now, res)
+		if !d.Allowed {
+			return d, nil
+		}
+		if err := l.record(ctx, k, bucketOf(scope, key, p, now.UnixMilli()), id); err != nil {
+			return Decision{}, err
+		}
+		d.ID = id
+		return d, nil
+	}
+	return Decision{}, unavailable("reserve quota", errors.New("redis state lost again after every hydration"))
+}
+
+func (l *Limiter) runReserve(ctx context.Context, k redisKeys, p Policy, now time.Time, id string) (scriptResult, error) {
+	nowMs, winMs := now.UnixMilli(), p.Window.Milliseconds()
+	raw, err := reserveScript.Run(ctx, l.rdb, []string{k.units, k.marker},
+		nowMs, nowMs-winMs, p.Limit, id, winMs).Slice()
+	if err != nil {
+		return scriptResult{}, fmt.Errorf("run reserve script: %w", err)
+	}
+	if len(raw) != 3 {
+		return scriptResult{}, fmt.Errorf("reserve script answered %d values", len(raw))
+	}
+	status, _ := raw[0].(int64)
+	used, _ := raw[1].(int64)
+	res := scriptResult{status: status, used: int(used)}
+	if s, _ := raw[2].(string); s != "" {
+		score, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return scriptResult{}, fmt.Errorf("parse oldest score %q: %w", s, err)
+		}
+		res.oldestMs = int64(score)
+	}
+	return res, nil
+}
+
+// decide turns the script's answer into a Decision.
+func decide(p Policy, now time.Time, res scriptResult) Decision {
+	d := Decision{Allowed: res.status == 1, Limit: p.Limit, Used: res.used, Window: p.Window}
+	if res.oldestMs == 0 {
+		return d
+	}
+	leavesMs := res.oldestMs + p.Window.Milliseconds()
+	d.ResetsAt = time.UnixMilli(leavesMs).UTC()
+	if !d.Allowed {
+		secs := (leavesMs - now.UnixMilli() + 999) / 1000
+		d.RetryAfter = time.Duration(max(secs, 1)) * time.Second
+	}
+	return d
+}
+
+// Release gives back a reserved unit whose action failed. Releasing an unknown or already
+// released id does nothing: only the call whose ZREM removed the member decrements the ledger.
+func (l *Limiter) Release(ctx context.Context, scope, key, id string) error {
+	p, err := l.policyFor(scope, key)
+	if err != nil {
+		return err
+	}
+	ms, err := parseUnitID(id)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+	defer cancel()
+	k := keysFor(scope, key)
+	removed, err := removeScript.Run(ctx, l.rdb, []string{k.units}, id).Int()
+	if err != nil {
+		return unavailable("release quota", fmt.Errorf("run remove script: %w", err))
+	}
+	if removed == 0 {
+		return nil
+	}
+	err = l.withLock(ctx, k, func() error { return l.ledger.Add(ctx, bucketOf(scope, key, p, ms), -1) })
+	if err == nil {
+		return nil
+	}
+	// Put the unit back so that the caller's retry removes it and decrements again.
+	uctx, ucancel := cleanupContext(ctx)
+	defer ucancel()
+	if rerr := restoreScript.Run(uctx, l.rdb, []string{k.units}, ms, id, p.Window.Milliseconds()).Err(); rerr != nil {
+		l.log.ErrorContext(ctx, "restore released unit failed; the ledger counts one unit more than redis",
+			"scope", scope, "err", rerr)
+	}
+	return unavailable("release quota", err)
+}

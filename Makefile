@@ -23,7 +23,7 @@ build: ## Build every service and the local tools into ./bin
 run: deps build ## Run the whole system on this machine (gateway on :8080, embedded datastores in ./.linkmesh)
 	@$(BIN)/devstack run -data $(DATA) -bin $(BIN)
 
-test: deps build ## Run every test: unit, integration (real Redis + FerretDB/PostgreSQL) and end-to-end
+test: deps build lint ## Lint, then every test: unit, integration (real Redis + FerretDB/PostgreSQL), end-to-end
 	@$(BIN)/devstack exec -- $(MAKE) --no-print-directory test-go
 
 test-go: test-isolated ## (inside `make test`) go test -race over every module against the running datastores

@@ -61,6 +61,7 @@ func New(opts Options) *Client {
 	rc.RetryWaitMin = 25 * time.Millisecond
 	rc.RetryWaitMax = 400 * time.Millisecond
 	rc.CheckRetry = retryIdempotentOnly
+	rc.Backoff = backoff
 	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	rc.HTTPClient = &http.Client{Transport: otelhttp.NewTransport(base,
 		otelhttp.WithTracerProvider(opts.TracerProvider),
@@ -74,13 +75,34 @@ func New(opts Options) *Client {
 
 type retryKey struct{}
 
-// retryIdempotentOnly retries only calls marked safe to repeat; a POST that may have taken
-// effect is never sent twice.
+// retryIdempotentOnly retries only calls marked safe to repeat (a POST that may have taken
+// effect is never sent twice), and only on transient failures: a failed connection or a 502,
+// 503 or 504. A 429 from a peer is an answer for the end caller, not a reason to wait here.
 func retryIdempotentOnly(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
 	if safe, _ := ctx.Value(retryKey{}).(bool); !safe {
 		return false, nil
 	}
-	return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+	if err != nil {
+		return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+	}
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true, nil
+	}
+	return false, nil
+}
+
+// backoff doubles from min to max. Unlike the library default it ignores a peer's
+// Retry-After: the whole call is bounded by the client's deadline.
+func backoff(min, max time.Duration, attempt int, _ *http.Response) time.Duration {
+	d := min << attempt
+	if d <= 0 || d > max {
+		return max
+	}
+	return d
 }
 
 // Request describes one call.

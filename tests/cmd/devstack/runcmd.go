@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -107,13 +108,22 @@ func runStack(ctx context.Context, args []string, logger *slog.Logger) error {
 		}
 	}
 
+	// The public base honours LINKMESH_BASE_URL; otherwise links read http://localhost:<port>.
+	env := map[string]string{stack.EnvBaseURL: os.Getenv(stack.EnvBaseURL)}
+	if env[stack.EnvBaseURL] == "" {
+		_, port, _ := net.SplitHostPort(cfg.gatewayAddr)
+		env[stack.EnvBaseURL] = "http://localhost:" + port
+	}
+	for k, v := range secrets {
+		env[k] = v
+	}
 	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
 		BinDir:      cfg.binDir,
 		MongoURI:    mongoURI,
 		RedisURL:    redisURL,
 		GatewayAddr: cfg.gatewayAddr,
 		FixedPorts:  true,
-		Env:         secrets,
+		Env:         env,
 		LogDir:      cfg.logDir,
 		Logger:      logger,
 	})

@@ -1,0 +1,47 @@
+package errs
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestStatusRoundTrip(t *testing.T) {
+	for k, status := range kindStatus {
+		if KindFromStatus(status) != k {
+			t.Errorf("kind %d → %d → %d", k, status, KindFromStatus(status))
+		}
+	}
+	if KindFromStatus(418) != KindInvalid || KindFromStatus(599) != KindInternal {
+		t.Error("unknown statuses must fall back by class")
+	}
+}
+
+func TestResponse(t *testing.T) {
+	wrapped := fmt.Errorf("create: %w", TooMany("quota exceeded", 1500*time.Millisecond))
+	cases := []struct {
+		err    error
+		status int
+		msg    string
+		retry  int
+	}{
+		{Invalid("url is required"), 400, "url is required", 0},
+		{wrapped, 429, "quota exceeded", 2},
+		{Unavailable("link service unavailable", errors.New("dial tcp: refused")), 503, "link service unavailable", 0},
+		{errors.New("pq: password authentication failed"), 500, "internal server error", 0},
+	}
+	for _, tc := range cases {
+		status, msg, retry := Response(tc.err)
+		if status != tc.status || msg != tc.msg || retry != tc.retry {
+			t.Errorf("%v: got %d %q %d", tc.err, status, msg, retry)
+		}
+	}
+	if IsKind(errors.New("x"), KindInternal) {
+		t.Error("a plain error carries no kind")
+	}
+	if http.StatusText(KindGone.Status()) != "Gone" {
+		t.Error("KindGone is not 410")
+	}
+}

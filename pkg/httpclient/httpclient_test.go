@@ -1,0 +1,98 @@
+package httpclient
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+)
+
+func newClient(url string) *Client {
+	return New(Options{Service: "peer", BaseURL: url, TracerProvider: noop.NewTracerProvider(), Timeout: 3 * time.Second})
+}
+
+// A flaky peer: GETs are retried, POSTs without an idempotency key never are.
+func TestRetriesOnlyIdempotentCalls(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"error":"busy"}`))
+	}))
+	defer srv.Close()
+	c := newClient(srv.URL)
+	ctx := context.Background()
+	cases := []struct {
+		req  Request
+		want int32
+	}{
+		{Request{Method: "GET", Path: "/x"}, 3},
+		{Request{Method: "POST", Path: "/x", Body: map[string]int{"a": 1}}, 1},
+		{Request{Method: "POST", Path: "/x", IdempotencyKey: "k1"}, 3},
+	}
+	for _, tc := range cases {
+		calls.Store(0)
+		err := c.Do(ctx, tc.req, nil)
+		if e, ok := errs.As(err); !ok || e.Kind != errs.KindUnavailable || e.Message != "busy" {
+			t.Errorf("%s %s: got %v", tc.req.Method, tc.req.IdempotencyKey, err)
+		}
+		if calls.Load() != tc.want {
+			t.Errorf("%s %q: %d attempts, want %d", tc.req.Method, tc.req.IdempotencyKey, calls.Load(), tc.want)
+		}
+	}
+}
+
+func TestDecodesPeerEnvelopeAndCarriesToken(t *testing.T) {
+	var gotAuth, gotKey string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth, gotKey = r.Header.Get("Authorization"), r.Header.Get("Idempotency-Key")
+		switch r.URL.Path {
+		case "/limited":
+			w.Header().Set("Retry-After", "42")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"error":"slow down"}`))
+		case "/bare":
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte(`<html>proxy error</html>`))
+		default:
+			_, _ = w.Write([]byte(`{"value":7}`))
+		}
+	}))
+	defer srv.Close()
+	c := newClient(srv.URL)
+	ctx := identity.ContextWithToken(context.Background(), "tok123")
+
+	var out struct{ Value int }
+	if err := c.Do(ctx, Request{Method: "GET", Path: "/ok"}, &out); err != nil || out.Value != 7 {
+		t.Fatalf("ok: %v %+v", err, out)
+	}
+	if gotAuth != "Bearer tok123" {
+		t.Fatalf("Authorization %q", gotAuth)
+	}
+	err := c.Do(ctx, Request{Method: "POST", Path: "/limited", IdempotencyKey: "abc"}, nil)
+	e, ok := errs.As(err)
+	if !ok || e.Kind != errs.KindTooMany || e.Message != "slow down" || e.RetryAfter != 42*time.Second || gotKey != "abc" {
+		t.Fatalf("limited: %+v (key %q)", err, gotKey)
+	}
+	err = c.Do(ctx, Request{Method: "POST", Path: "/bare"}, nil)
+	if e, ok := errs.As(err); !ok || e.Kind != errs.KindInternal || e.Message != "internal server error" {
+		t.Fatalf("no envelope: %v", err)
+	}
+}
+
+func TestUnreachablePeerIs503(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	err := newClient(url).Do(context.Background(), Request{Method: "POST", Path: "/x"}, nil)
+	if e, ok := errs.As(err); !ok || e.Kind != errs.KindUnavailable || e.Message != "peer service unavailable" {
+		t.Fatalf("got %v", err)
+	}
+}

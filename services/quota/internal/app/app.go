@@ -1,23 +1,18 @@
-// Package app wires the quota service together: telemetry, logging, datastores, the window
-// rules, the HTTP server and the bucket sweeper.
+// Package app wires the quota service together: datastores, the window rules, the HTTP
+// server and the bucket sweeper.
 package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/identity"
-	"github.com/linkmesh/linkmesh/pkg/logging"
-	"github.com/linkmesh/linkmesh/pkg/mongodb"
-	"github.com/linkmesh/linkmesh/pkg/redisdb"
 	"github.com/linkmesh/linkmesh/pkg/server"
-	"github.com/linkmesh/linkmesh/pkg/telemetry"
+	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/quota/internal/config"
 	quotahttp "github.com/linkmesh/linkmesh/services/quota/internal/http"
 	"github.com/linkmesh/linkmesh/services/quota/internal/store"
@@ -33,61 +28,37 @@ type App struct {
 	log     *slog.Logger
 	srv     *server.Server
 	sweeper store.Sweeper
-	closers []func(context.Context) error
+	close   func()
 }
 
-// New connects to the datastores, ensures indexes and builds the server. logOut receives the
-// JSON logs. On error everything opened so far is closed again.
-func New(ctx context.Context, cfg config.Config, logOut io.Writer) (_ *App, err error) {
-	a := &App{cfg: cfg, log: logging.New(logOut, Name, cfg.LogLevel)}
-	defer func() {
-		if err != nil {
-			a.close()
-		}
-	}()
-	a.log.Info("starting", "config", cfg)
+// New connects to the datastores, ensures indexes and builds the server. On error everything
+// opened so far is closed again.
+func New(ctx context.Context, cfg config.Config, rt service.Runtime) (_ *App, err error) {
+	a := &App{cfg: cfg, log: rt.Logger}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("validate config: %w", err)
 	}
-
-	tp, shutdownTracing, err := telemetry.Setup(ctx, Name)
-	if err != nil {
-		return nil, fmt.Errorf("set up tracing: %w", err)
-	}
-	a.closers = append(a.closers, shutdownTracing)
-
-	mongoClient, db, err := mongodb.Connect(ctx, cfg.Mongo.URI.Reveal(), cfg.Database, tp)
-	if err != nil {
-		return nil, err
-	}
-	a.closers = append(a.closers, func(ctx context.Context) error { return mongoClient.Disconnect(ctx) })
-	if err := store.EnsureIndexes(ctx, db); err != nil {
-		return nil, fmt.Errorf("ensure indexes: %w", err)
-	}
-
-	rdb, err := redisdb.Connect(ctx, cfg.Redis.URL.Reveal(), tp)
-	if err != nil {
-		return nil, err
-	}
-	a.closers = append(a.closers, func(context.Context) error { return rdb.Close() })
-
 	keys, err := identity.NewKeys(cfg.InternalSecret.Reveal())
 	if err != nil {
 		return nil, fmt.Errorf("internal token keys: %w", err)
 	}
-	st := store.New(db)
+	ds, err := service.OpenDatastores(ctx, cfg.Mongo, cfg.Redis, rt.TracerProvider)
+	if err != nil {
+		return nil, err
+	}
+	a.close = ds.Close
+	if err := store.EnsureIndexes(ctx, ds.DB); err != nil {
+		ds.Close()
+		return nil, fmt.Errorf("ensure indexes: %w", err)
+	}
+	st := store.New(ds.DB)
 	limiter := window.New(window.Options{
-		Redis:  rdb,
+		Redis:  ds.Redis,
 		Ledger: st,
 		Scopes: window.Scopes(window.Sizes{AnonLimit: cfg.AnonQuota, AnonWindow: cfg.AnonWindow}),
 		Logger: a.log,
 	})
-	a.srv = server.New(server.Options{
-		Name:           Name,
-		Logger:         a.log,
-		TracerProvider: tp,
-		Ready:          map[string]server.Check{"mongodb": mongodb.Ping(mongoClient), "redis": redisdb.Ping(rdb)},
-	})
+	a.srv = server.New(server.Options{Name: Name, Logger: a.log, TracerProvider: rt.TracerProvider, Ready: ds.Checks()})
 	quotahttp.Routes(a.srv.App(), keys, limiter)
 	a.sweeper = store.Sweeper{Store: st, Interval: store.SweepInterval, Now: time.Now, Logger: a.log}
 	return a, nil
@@ -114,20 +85,5 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	stopSweeper()
 	wg.Wait()
 	a.close()
-	a.log.Info("stopped")
 	return err
-}
-
-// close releases what New opened, newest first.
-func (a *App) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var errList []error
-	for i := len(a.closers) - 1; i >= 0; i-- {
-		errList = append(errList, a.closers[i](ctx))
-	}
-	a.closers = nil
-	if err := errors.Join(errList...); err != nil {
-		a.log.Warn("close", "err", err)
-	}
 }

@@ -1,0 +1,53 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/testenv"
+	"github.com/linkmesh/linkmesh/tests/internal/stack"
+)
+
+// With a captcha verifier configured, anonymous creation needs a token the verifier accepts.
+func TestCaptchaRequiredWhenConfigured(t *testing.T) {
+	verifier := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		ok := r.PostForm.Get("secret") == "captcha-secret" && r.PostForm.Get("response") == "human"
+		if ok {
+			_, _ = w.Write([]byte(`{"success":true}`))
+		} else {
+			_, _ = w.Write([]byte(`{"success":false}`))
+		}
+	}))
+	defer verifier.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
+		BinDir: binDir(), MongoURI: mongoURI, RedisURL: redisURL,
+		DatabasePrefix: testenv.Name("e2e_captcha"), LogDir: t.TempDir(),
+		Env: map[string]string{"LINKMESH_CAPTCHA_VERIFY_URL": verifier.URL, "LINKMESH_CAPTCHA_SECRET": "captcha-secret"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svcs.Stop()
+	post := func(body string) response {
+		resp, err := client.Post(svcs.GatewayURL+"/api/links/shorten", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return response{status: resp.StatusCode, header: resp.Header, body: b}
+	}
+	post(`{"url":"https://93.184.216.34/c"}`).wantError(t, 400, "captcha verification failed")
+	post(`{"url":"https://93.184.216.34/c","captcha_token":"robot"}`).wantError(t, 400, "captcha verification failed")
+	if r := post(`{"url":"https://93.184.216.34/c","captcha_token":"human"}`); r.status != 201 {
+		t.Fatalf("accepted token: %d %s", r.status, r.body)
+	}
+}

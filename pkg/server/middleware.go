@@ -13,20 +13,18 @@ import (
 // HeaderRequestID carries the request id in both directions.
 const HeaderRequestID = "X-Request-Id"
 
-// RequestID echoes a client's sane X-Request-Id or assigns a random one, and stores it in
-// Locals("request_id"). Fiber's own middleware echoes any value, including header-injection
-// garbage, so we check it here.
+// RequestID echoes a client's sane X-Request-Id or assigns a new one. Fiber's own middleware
+// echoes any value, including header-injection garbage, so we check it here. It runs on the
+// redirect path, so it does not allocate.
 func RequestID() fiber.Handler {
 	ids := newRequestIDs()
 	return func(c *fiber.Ctx) error {
-		id := c.Get(HeaderRequestID)
-		if !saneRequestID(id) {
-			id = ids.next()
+		if id := c.Get(HeaderRequestID); saneRequestID(id) {
+			c.Set(HeaderRequestID, id) // the response header keeps its own copy
 		} else {
-			id = string([]byte(id)) // copy: fasthttp reuses the header buffer
+			var buf [48]byte
+			c.Response().Header.SetBytesV(HeaderRequestID, ids.append(buf[:0]))
 		}
-		c.Set(HeaderRequestID, id)
-		c.Locals("request_id", id)
 		return c.Next()
 	}
 }
@@ -59,8 +57,8 @@ func newRequestIDs() *requestIDs {
 	return &requestIDs{prefix: hex.EncodeToString(b[:]) + "-"}
 }
 
-func (g *requestIDs) next() string {
-	return g.prefix + strconv.FormatUint(g.n.Add(1), 36)
+func (g *requestIDs) append(b []byte) []byte {
+	return strconv.AppendUint(append(b, g.prefix...), g.n.Add(1), 36)
 }
 
 // traceparentHeader returns the server span's W3C traceparent so clients can find the trace.

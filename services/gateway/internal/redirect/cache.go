@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 
@@ -21,6 +21,8 @@ import (
 type Entry struct {
 	Found bool
 	link.Resolved
+	// fetched is when the entry was filled; it is refetched link.CacheTTL later.
+	fetched time.Time
 }
 
 // Resolver asks the link service; *link.Client satisfies it.
@@ -46,21 +48,30 @@ func (r LinkResolver) Resolve(ctx context.Context, code string) (link.Resolved, 
 
 // Cache is the gateway's cache of resolved links: bounded in size, every entry gone after
 // link.CacheTTL, one concurrent fill per code.
+//
+// Entries carry their own fetch time and are checked against the caller's clock instead of
+// using an expiring LRU, because that reads the system clock on every hit, and the redirect
+// path already has the request's start time for free.
 type Cache struct {
-	entries  *expirable.LRU[string, Entry]
+	entries  *lru.Cache[string, Entry]
 	resolver Resolver
 	fills    singleflight.Group
 }
 
 // NewCache returns a cache of at most size entries.
 func NewCache(size int, resolver Resolver) *Cache {
-	return &Cache{entries: expirable.NewLRU[string, Entry](size, nil, link.CacheTTL), resolver: resolver}
+	entries, err := lru.New[string, Entry](size)
+	if err != nil {
+		panic(err) // only for size < 1, which configuration refuses
+	}
+	return &Cache{entries: entries, resolver: resolver}
 }
 
-// Lookup returns the entry for code, asking the link service on a miss. code may alias a
-// request buffer; it is copied before it is kept.
-func (c *Cache) Lookup(ctx context.Context, code string) (Entry, error) {
-	if e, ok := c.entries.Get(code); ok {
+// Lookup returns the entry for code as of now, asking the link service on a miss or when the
+// entry is older than link.CacheTTL. code may alias a request buffer; it is copied before it
+// is kept.
+func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (Entry, error) {
+	if e, ok := c.entries.Get(code); ok && now.Sub(e.fetched) < link.CacheTTL {
 		return e, nil
 	}
 	code = strings.Clone(code)
@@ -70,11 +81,11 @@ func (c *Cache) Lookup(ctx context.Context, code string) (Entry, error) {
 		r, err := c.resolver.Resolve(fillCtx, code)
 		switch {
 		case err == nil:
-			e := Entry{Found: true, Resolved: r}
+			e := Entry{Found: true, Resolved: r, fetched: now}
 			c.entries.Add(code, e)
 			return e, nil
 		case errs.IsKind(err, errs.KindNotFound):
-			e := Entry{}
+			e := Entry{fetched: now}
 			c.entries.Add(code, e)
 			return e, nil
 		default:

@@ -12,11 +12,15 @@ import (
 // Handler answers GET and HEAD /{code}.
 type Handler struct {
 	cache *Cache
-	now   func() time.Time
+	now   func(c *fiber.Ctx) time.Time
 }
 
 // NewHandler serves redirects from cache.
-func NewHandler(cache *Cache) *Handler { return &Handler{cache: cache, now: time.Now} }
+func NewHandler(cache *Cache) *Handler { return &Handler{cache: cache, now: requestTime} }
+
+// requestTime is when the server began handling the request; fasthttp has already read the
+// clock for it.
+func requestTime(c *fiber.Ctx) time.Time { return c.Context().Time() }
 
 // Serve answers 302 to the destination, or 404 unknown, 403 disabled, 410 expired. Every
 // answer is private and uncacheable, so each visit reaches us and is counted.
@@ -28,7 +32,8 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 	if !link.PlausibleCode(code) {
 		return errs.NotFound("short link not found")
 	}
-	e, err := h.cache.Lookup(c.UserContext(), code)
+	now := h.now(c)
+	e, err := h.cache.Lookup(c.UserContext(), code, now)
 	if err != nil {
 		return err
 	}
@@ -37,7 +42,7 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 		return errs.NotFound("short link not found")
 	case e.Status == link.StatusDisabled:
 		return errs.Forbidden("short link has been disabled")
-	case !e.AutoRenew && !h.now().Before(e.ExpiresAt):
+	case !e.AutoRenew && !now.Before(e.ExpiresAt):
 		return errs.E(errs.KindGone, "short link has expired")
 	}
 	c.Set(fiber.HeaderLocation, e.DestinationURL)

@@ -2,7 +2,9 @@ package redirect
 
 import (
 	"context"
+
 	"encoding/json"
+	"github.com/gofiber/fiber/v2"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -46,7 +48,7 @@ var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 func newTestApp(res *fakeResolver) (*server.Server, *Cache) {
 	cache := NewCache(100, res)
 	h := NewHandler(cache)
-	h.now = func() time.Time { return now }
+	h.now = func(*fiber.Ctx) time.Time { return now }
 	s := server.New(server.Options{Name: "gw", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: noop.NewTracerProvider()})
 	s.App().Get("/:code", h.Serve)
 	return s, cache
@@ -105,10 +107,10 @@ func TestCacheServesHitsAndNegativeEntries(t *testing.T) {
 	c := NewCache(10, res)
 	ctx := context.Background()
 	for range 3 {
-		if e, err := c.Lookup(ctx, "live"); err != nil || !e.Found {
+		if e, err := c.Lookup(ctx, "live", now); err != nil || !e.Found {
 			t.Fatal(e, err)
 		}
-		if e, err := c.Lookup(ctx, "nope"); err != nil || e.Found {
+		if e, err := c.Lookup(ctx, "nope", now); err != nil || e.Found {
 			t.Fatal(e, err)
 		}
 	}
@@ -116,20 +118,29 @@ func TestCacheServesHitsAndNegativeEntries(t *testing.T) {
 		t.Fatalf("resolver calls = %d, want 2 (one per code)", n)
 	}
 	c.Forget("live")
-	_, _ = c.Lookup(ctx, "live")
+	_, _ = c.Lookup(ctx, "live", now)
 	if n := res.calls.Load(); n != 3 {
 		t.Fatalf("Forget did not drop the entry: calls = %d", n)
+	}
+	// Every copy expires by itself: link.CacheTTL after its fill it is fetched again.
+	_, _ = c.Lookup(ctx, "live", now.Add(link.CacheTTL-time.Second))
+	if n := res.calls.Load(); n != 3 {
+		t.Fatalf("entry refetched before its TTL: calls = %d", n)
+	}
+	_, _ = c.Lookup(ctx, "live", now.Add(link.CacheTTL+time.Second))
+	if n := res.calls.Load(); n != 4 {
+		t.Fatalf("entry older than link.CacheTTL served from cache: calls = %d", n)
 	}
 }
 
 func TestFailuresAreNotCached(t *testing.T) {
 	res := &fakeResolver{fail: errs.Unavailable("link service unavailable", nil)}
 	c := NewCache(10, res)
-	if _, err := c.Lookup(context.Background(), "x"); !errs.IsKind(err, errs.KindUnavailable) {
+	if _, err := c.Lookup(context.Background(), "x", now); !errs.IsKind(err, errs.KindUnavailable) {
 		t.Fatalf("got %v", err)
 	}
 	res.fail = nil
-	if e, err := c.Lookup(context.Background(), "x"); err != nil || e.Found {
+	if e, err := c.Lookup(context.Background(), "x", now); err != nil || e.Found {
 		t.Fatalf("after recovery got %v %v", e, err)
 	}
 	if c.Len() != 1 {
@@ -145,7 +156,7 @@ func TestConcurrentMissesFillOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if e, err := c.Lookup(context.Background(), "hot"); err != nil || !e.Found {
+			if e, err := c.Lookup(context.Background(), "hot", now); err != nil || !e.Found {
 				t.Error(e, err)
 			}
 		}()
@@ -160,7 +171,7 @@ func TestCacheIsBounded(t *testing.T) {
 	res := &fakeResolver{}
 	c := NewCache(5, res)
 	for i := range 50 {
-		_, _ = c.Lookup(context.Background(), strings.Repeat("a", i+1))
+		_, _ = c.Lookup(context.Background(), strings.Repeat("a", i+1), now)
 	}
 	if c.Len() != 5 {
 		t.Fatalf("cache holds %d entries, want 5", c.Len())

@@ -21,7 +21,7 @@ func TestInvalidationOverRealRedis(t *testing.T) {
 	if err := c.Subscribe(ctx, rdb, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Lookup(ctx, "chg"); err != nil {
+	if _, err := c.Lookup(ctx, "chg", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	res.mu.Lock()
@@ -38,7 +38,7 @@ func TestInvalidationOverRealRedis(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if e, _ := c.Lookup(ctx, "chg"); e.DestinationURL != "https://two.example" {
+	if e, _ := c.Lookup(ctx, "chg", time.Now()); e.DestinationURL != "https://two.example" {
 		t.Fatalf("stale destination %q", e.DestinationURL)
 	}
 }

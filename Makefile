@@ -39,6 +39,7 @@ test-isolated: ## Check that every module builds and vets on its own (GOWORK=off
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) vet ./...) || exit 1; done
 
 bench: deps build ## Benchmark warm GET /{code} through the full stack against a bare Fiber 302
+	@cd services/gateway && $(GO) test -run NONE -bench Redirect -benchmem ./internal/redirect/
 	@$(BIN)/benchredirect -bin $(BIN)
 
 fmt: ## Format all Go code

@@ -112,6 +112,9 @@ type Request struct {
 	Body   any
 	// IdempotencyKey makes a non-idempotent call safe to retry; the server must honour it.
 	IdempotencyKey string
+	// Idempotent marks a POST whose repetition changes nothing (a lookup or a revocation
+	// sent as POST to keep a token out of URLs), so it may be retried.
+	Idempotent bool
 }
 
 // Do performs req and decodes a 2xx JSON answer into out (which may be nil).
@@ -119,7 +122,7 @@ func (c *Client) Do(ctx context.Context, req Request, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	idempotent := req.Method == http.MethodGet || req.Method == http.MethodHead ||
-		req.Method == http.MethodPut || req.Method == http.MethodDelete || req.IdempotencyKey != ""
+		req.Method == http.MethodPut || req.Method == http.MethodDelete || req.IdempotencyKey != "" || req.Idempotent
 	ctx = context.WithValue(ctx, retryKey{}, idempotent)
 
 	var body io.Reader

@@ -27,7 +27,15 @@ type Caller struct {
 	UserID string // empty when anonymous
 	Role   string // anonymous, user, moderator or super_admin
 	Status string // active, suspended or banned; empty when anonymous
+	// IPHash is the HMAC-SHA256 of the client IP under the server secret; the raw IP never
+	// leaves the gateway. Empty for calls no client asked for (redirect cache fills).
+	IPHash string
+	// UserAgent is the client's User-Agent, at most MaxUserAgent bytes.
+	UserAgent string
 }
+
+// MaxUserAgent bounds the User-Agent carried in tokens and kept in audit records.
+const MaxUserAgent = 512
 
 // Anonymous is the caller without a session.
 var Anonymous = Caller{Role: RoleAnonymous}
@@ -36,8 +44,10 @@ var Anonymous = Caller{Role: RoleAnonymous}
 func (c Caller) IsAnonymous() bool { return c.UserID == "" }
 
 type claims struct {
-	Role   string `json:"role"`
-	Status string `json:"status,omitempty"`
+	Role      string `json:"role"`
+	Status    string `json:"status,omitempty"`
+	IPHash    string `json:"iph,omitempty"`
+	UserAgent string `json:"ua,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -70,8 +80,12 @@ func (k *Keys) Sign(c Caller) (string, error) {
 	if role == "" {
 		role = RoleAnonymous
 	}
+	ua := c.UserAgent
+	if len(ua) > MaxUserAgent {
+		ua = ua[:MaxUserAgent]
+	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims{
-		Role: role, Status: c.Status,
+		Role: role, Status: c.Status, IPHash: c.IPHash, UserAgent: ua,
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer: issuer, Audience: jwt.ClaimStrings{audience}, Subject: c.UserID,
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(TTL)),
@@ -94,7 +108,7 @@ func (k *Keys) Verify(token string) (Caller, error) {
 	if cl.Role == "" || (cl.Subject == "") != (cl.Role == RoleAnonymous) {
 		return Caller{}, errors.New("verify internal token: inconsistent subject and role")
 	}
-	return Caller{UserID: cl.Subject, Role: cl.Role, Status: cl.Status}, nil
+	return Caller{UserID: cl.Subject, Role: cl.Role, Status: cl.Status, IPHash: cl.IPHash, UserAgent: cl.UserAgent}, nil
 }
 
 type tokenKey struct{}

@@ -14,6 +14,11 @@ import (
 const (
 	// ScopeAnonymousCreate counts anonymous link creations per identity key.
 	ScopeAnonymousCreate = "anonymous_create"
+	// ScopeLoginEmail and ScopeLoginIP count failed logins per e-mail (keyed by a hash of
+	// it) and per identity key: a unit is reserved before the password is checked and
+	// released when it was right, so only failures stay counted.
+	ScopeLoginEmail = "login_email"
+	ScopeLoginIP    = "login_ip"
 )
 
 // ReserveRequest asks for one unit of scope for key.

@@ -1,0 +1,195 @@
+// Package auth is the typed client of the auth service; its request and response types are
+// used by the auth service's handlers and by the gateway alike.
+package auth
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/httpclient"
+)
+
+// Roles, lowest rank first.
+const (
+	RoleUser       = "user"
+	RoleModerator  = "moderator"
+	RoleSuperAdmin = "super_admin"
+)
+
+// Rank orders roles: user < moderator < super_admin; unknown roles rank below all.
+func Rank(role string) int {
+	switch role {
+	case RoleUser:
+		return 1
+	case RoleModerator:
+		return 2
+	case RoleSuperAdmin:
+		return 3
+	}
+	return 0
+}
+
+// User statuses as the API shows them; suspended is derived from timeout_until.
+const (
+	StatusActive    = "active"
+	StatusSuspended = "suspended"
+	StatusBanned    = "banned"
+)
+
+// Auth providers.
+const (
+	ProviderEmail  = "email"
+	ProviderGoogle = "google"
+)
+
+// User is the public view of an account (never the password hash).
+type User struct {
+	ID            string     `json:"id"`
+	Email         string     `json:"email"`
+	FirstName     string     `json:"first_name"`
+	LastName      string     `json:"last_name"`
+	Role          string     `json:"role"`
+	Status        string     `json:"status"`
+	AuthProvider  string     `json:"auth_provider"`
+	QuotaLimit    int        `json:"quota_limit"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	LastLoginAt   *time.Time `json:"last_login_at"`
+	TimeoutUntil  *time.Time `json:"timeout_until"`
+	TimeoutReason *string    `json:"timeout_reason"`
+	BanReason     *string    `json:"ban_reason"`
+}
+
+// RegisterRequest is the body of POST /api/auth/register. The client's IP hash and
+// User-Agent travel in the internal identity token (identity.Caller).
+type RegisterRequest struct {
+	Email     string `json:"email"`
+	Password  string `json:"password"`
+	FirstName string `json:"first_name"`
+	LastName  string `json:"last_name"`
+}
+
+// LoginRequest is the body of POST /api/auth/login.
+type LoginRequest struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+// GoogleRequest is the body of POST /api/auth/google.
+type GoogleRequest struct {
+	IDToken string `json:"id_token"`
+}
+
+// Session is a freshly issued session: the gateway puts Token into the go_session cookie.
+type Session struct {
+	User      User      `json:"user"`
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// TokenRequest names a session by its token (validate, logout).
+type TokenRequest struct {
+	Token string `json:"token"`
+}
+
+// UserResponse is {"user": User}.
+type UserResponse struct {
+	User User `json:"user"`
+}
+
+// IDPConfig is the public client configuration of the identity provider.
+type IDPConfig struct {
+	Enabled  bool   `json:"enabled"`
+	Provider string `json:"provider"`
+	ClientID string `json:"client_id,omitempty"`
+	Issuer   string `json:"issuer,omitempty"`
+}
+
+// RoleRequest is the body of POST /api/admin/users/{id}/role.
+type RoleRequest struct {
+	Role string `json:"role"`
+}
+
+// LoginRecord is one login attempt.
+type LoginRecord struct {
+	ID        string    `json:"id"`
+	UserID    string    `json:"user_id,omitempty"`
+	Email     string    `json:"email"`
+	Success   bool      `json:"success"`
+	Method    string    `json:"method"`
+	Reason    string    `json:"reason,omitempty"`
+	IPHash    string    `json:"ip_hash"`
+	UserAgent string    `json:"user_agent"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// LoginRecords is a page of login records.
+type LoginRecords struct {
+	Records  []LoginRecord `json:"records"`
+	Page     int           `json:"page"`
+	PageSize int           `json:"page_size"`
+	Total    int64         `json:"total"`
+}
+
+// Client calls the auth service.
+type Client struct{ hc *httpclient.Client }
+
+// New wraps an HTTP client pointed at the auth service.
+func New(hc *httpclient.Client) *Client { return &Client{hc: hc} }
+
+func (c *Client) call(ctx context.Context, method, path string, body, out any) error {
+	return c.hc.Do(ctx, httpclient.Request{Method: method, Path: path, Body: body}, out)
+}
+
+// Register creates an account and its first session.
+func (c *Client) Register(ctx context.Context, req RegisterRequest) (Session, error) {
+	var s Session
+	return s, c.call(ctx, http.MethodPost, "/internal/auth/register", req, &s)
+}
+
+// Login checks e-mail and password and issues a fresh session.
+func (c *Client) Login(ctx context.Context, req LoginRequest) (Session, error) {
+	var s Session
+	return s, c.call(ctx, http.MethodPost, "/internal/auth/login", req, &s)
+}
+
+// Google verifies an identity provider's ID token and issues a fresh session.
+func (c *Client) Google(ctx context.Context, req GoogleRequest) (Session, error) {
+	var s Session
+	return s, c.call(ctx, http.MethodPost, "/internal/auth/google", req, &s)
+}
+
+// Logout revokes the session; revoking an unknown one is not an error.
+func (c *Client) Logout(ctx context.Context, token string) error {
+	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/auth/logout",
+		Body: TokenRequest{Token: token}, Idempotent: true}, nil)
+}
+
+// Validate returns the current user of a session; an unknown, expired or revoked token is an
+// unauthenticated error. It reads the user fresh, so a ban counts on the next request.
+func (c *Client) Validate(ctx context.Context, token string) (User, error) {
+	var r UserResponse
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/auth/sessions/validate",
+		Body: TokenRequest{Token: token}, Idempotent: true}, &r)
+	return r.User, err
+}
+
+// IDPConfig returns the public identity provider configuration.
+func (c *Client) IDPConfig(ctx context.Context) (IDPConfig, error) {
+	var cfg IDPConfig
+	return cfg, c.call(ctx, http.MethodGet, "/internal/auth/idp-config", nil, &cfg)
+}
+
+// SetRole changes a user's role on behalf of the caller in the context's identity token.
+func (c *Client) SetRole(ctx context.Context, userID, role string) (User, error) {
+	var r UserResponse
+	return r.User, c.call(ctx, http.MethodPost, "/internal/auth/users/"+url.PathEscape(userID)+"/role", RoleRequest{Role: role}, &r)
+}
+
+// LoginRecords lists login records; query carries the public filters and paging unchanged.
+func (c *Client) LoginRecords(ctx context.Context, query url.Values) (LoginRecords, error) {
+	var r LoginRecords
+	return r, c.call(ctx, http.MethodGet, "/internal/auth/login-records?"+query.Encode(), nil, &r)
+}

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
@@ -21,6 +22,7 @@ import (
 	"github.com/linkmesh/linkmesh/services/gateway/internal/config"
 	gwhttp "github.com/linkmesh/linkmesh/services/gateway/internal/http"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/redirect"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/session"
 )
 
 // App is a built gateway.
@@ -54,16 +56,20 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, tp trace.Trac
 	}
 	srv := server.New(server.Options{Name: "gateway", Logger: log, TracerProvider: tp,
 		Ready: map[string]server.Check{"redis": redisdb.Ping(rdb)}})
+	authClient := auth.New(authHTTP)
+	gate := session.NewGate(authClient, keys, clientip.NewResolver(cfg.Proxies),
+		clientip.NewKeyer(cfg.IdentitySecret.Reveal()), cfg.CookieSecure)
 	gwhttp.Register(srv.App(), gwhttp.Deps{
-		Links:    links,
-		Quota:    quota.New(peer("quota", cfg.QuotaURL)),
-		Keys:     keys,
-		IPs:      clientip.NewResolver(cfg.Proxies),
-		Keyer:    clientip.NewKeyer(cfg.IdentitySecret.Reveal()),
-		Captcha:  captcha.New(cfg.CaptchaVerifyURL, cfg.CaptchaSecret.Reveal(), otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(tp))),
-		Redirect: redirect.NewHandler(cache),
-		Health:   map[string]gwhttp.Probe{"auth": authHTTP.Ready, "link": linkHTTP.Ready},
-		Logger:   log,
+		Links:          links,
+		Quota:          quota.New(peer("quota", cfg.QuotaURL)),
+		Auth:           authClient,
+		Gate:           gate,
+		BaseURL:        cfg.BaseURL,
+		AllowedOrigins: cfg.AllowedOrigins,
+		Captcha:        captcha.New(cfg.CaptchaVerifyURL, cfg.CaptchaSecret.Reveal(), otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(tp))),
+		Redirect:       redirect.NewHandler(cache),
+		Health:         map[string]gwhttp.Probe{"auth": authHTTP.Ready, "link": linkHTTP.Ready},
+		Logger:         log,
 	})
 	return &App{Server: srv, Cache: cache, close: func() { cancelSub(); _ = rdb.Close() }}, nil
 }

@@ -5,17 +5,17 @@ package http
 import (
 	"context"
 	"log/slog"
-	"net/netip"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/captcha"
-	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/redirect"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/session"
 )
 
 // Probe checks that a dependency can serve.
@@ -23,13 +23,15 @@ type Probe func(ctx context.Context) error
 
 // Deps are the collaborators of the routes.
 type Deps struct {
-	Links    *link.Client
-	Quota    *quota.Client
-	Keys     *identity.Keys
-	IPs      *clientip.Resolver
-	Keyer    *clientip.Keyer
-	Captcha  *captcha.Verifier
-	Redirect *redirect.Handler
+	Links   *link.Client
+	Quota   *quota.Client
+	Auth    *auth.Client
+	Gate    *session.Gate
+	Captcha *captcha.Verifier
+	// BaseURL and AllowedOrigins decide which origins may send cookie-carrying writes.
+	BaseURL        string
+	AllowedOrigins []string
+	Redirect       *redirect.Handler
 	// Health lists the services /api/health needs, by name.
 	Health map[string]Probe
 	Logger *slog.Logger
@@ -38,10 +40,12 @@ type Deps struct {
 // Register mounts every public route on app.
 func Register(app *fiber.App, d Deps) {
 	h := &handlers{Deps: d}
-	api := app.Group("/api")
+	api := app.Group("/api", session.SameSite(d.BaseURL, d.AllowedOrigins))
 	api.Get("/health", h.health)
-	api.Post("/links/shorten", h.shorten)
+	api.Post("/links/shorten", d.Gate.Optional(), h.shorten)
 	api.Get("/links/:code/info", h.info)
+	h.registerAuth(api)
+	h.registerProtected(api)
 
 	app.Get("/:code", d.Redirect.Serve) // Fiber answers HEAD through the GET route
 }
@@ -50,13 +54,7 @@ type handlers struct{ Deps }
 
 // anonymous returns the request context carrying an anonymous caller's internal token.
 func (h *handlers) anonymous(c *fiber.Ctx) (context.Context, error) {
-	return h.Keys.WithCaller(c.UserContext(), identity.Anonymous)
-}
-
-// clientAddr is the caller's address per the trusted-proxy rules.
-func (h *handlers) clientAddr(c *fiber.Ctx) netip.Addr {
-	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
-	return h.IPs.ClientIP(peer, c.Get(fiber.HeaderXForwardedFor))
+	return h.Gate.As(c, identity.Anonymous)
 }
 
 func (h *handlers) info(c *fiber.Ctx) error {

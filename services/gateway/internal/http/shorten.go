@@ -10,25 +10,31 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/session"
 )
 
-// shorten creates a link for an anonymous caller: captcha, then one unit of the caller's
-// quota, then the link service; the unit is given back if creation fails, so only successful
-// creations count.
+// shorten creates a link. A signed-in caller (session.Optional admitted them) creates it as
+// owner; an anonymous one passes the captcha, then takes one unit of the anonymous quota,
+// which is given back if creation fails, so only successful creations count.
 func (h *handlers) shorten(c *fiber.Ctx) error {
 	var req link.ShortenRequest
 	if err := server.DecodeJSON(c, &req); err != nil {
 		return err
 	}
-	ctx, err := h.anonymous(c)
-	if err != nil {
-		return err
+	ctx := c.UserContext()
+	create := link.CreateRequest{URL: req.URL, ExpirationDays: req.ExpirationDays, CustomCode: req.CustomCode}
+	if _, signedIn := session.UserOf(c); signedIn {
+		created, err := h.Links.Create(ctx, create)
+		if err != nil {
+			return err
+		}
+		return c.Status(fiber.StatusCreated).JSON(created, fiber.MIMEApplicationJSONCharsetUTF8)
 	}
-	addr := h.clientAddr(c)
+	addr := h.Gate.ClientAddr(c)
 	if err := h.Captcha.Verify(ctx, req.CaptchaToken, addr.String()); err != nil {
 		return err
 	}
-	key := h.Keyer.Key(addr)
+	key := h.Gate.KeyFor(addr)
 	res, err := h.Quota.Reserve(ctx, quota.ReserveRequest{Scope: quota.ScopeAnonymousCreate, Key: key})
 	if err != nil {
 		return err
@@ -36,7 +42,7 @@ func (h *handlers) shorten(c *fiber.Ctx) error {
 	if !res.Allowed {
 		return errs.TooMany("anonymous link quota exceeded", time.Duration(res.RetryAfterSeconds)*time.Second)
 	}
-	created, err := h.Links.Create(ctx, link.CreateRequest{URL: req.URL, ExpirationDays: req.ExpirationDays, CustomCode: req.CustomCode})
+	created, err := h.Links.Create(ctx, create)
 	if err != nil {
 		// The caller may have gone; the unit must be returned regardless.
 		rel := quota.ReleaseRequest{Scope: quota.ScopeAnonymousCreate, Key: key, ID: res.ID}

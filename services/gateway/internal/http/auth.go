@@ -1,0 +1,109 @@
+package http
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/session"
+)
+
+// registerAuth mounts /api/auth/*: the auth service does the work, the gateway owns the cookie.
+func (h *handlers) registerAuth(api fiber.Router) {
+	g := api.Group("/auth")
+	g.Post("/register", h.register)
+	g.Post("/login", h.login)
+	g.Post("/google", h.google)
+	g.Post("/logout", h.logout)
+	g.Get("/me", h.Gate.Require(auth.RoleUser, true), h.me)
+	g.Get("/idp-config", h.idpConfig)
+}
+
+func (h *handlers) register(c *fiber.Ctx) error {
+	var req auth.RegisterRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	ctx, err := h.anonymous(c)
+	if err != nil {
+		return err
+	}
+	s, err := h.Auth.Register(ctx, req)
+	if err != nil {
+		return err
+	}
+	return h.startSession(c, fiber.StatusCreated, s)
+}
+
+func (h *handlers) login(c *fiber.Ctx) error {
+	var req auth.LoginRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	ctx, err := h.anonymous(c)
+	if err != nil {
+		return err
+	}
+	s, err := h.Auth.Login(ctx, req)
+	if err != nil {
+		return err
+	}
+	return h.startSession(c, fiber.StatusOK, s)
+}
+
+func (h *handlers) google(c *fiber.Ctx) error {
+	var req auth.GoogleRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	ctx, err := h.anonymous(c)
+	if err != nil {
+		return err
+	}
+	s, err := h.Auth.Google(ctx, req)
+	if err != nil {
+		return err
+	}
+	return h.startSession(c, fiber.StatusOK, s)
+}
+
+// startSession sets the cookie of a fresh session and answers {"user": ...}.
+func (h *handlers) startSession(c *fiber.Ctx, status int, s auth.Session) error {
+	h.Gate.SetCookie(c, s.Token, s.ExpiresAt)
+	return c.Status(status).JSON(auth.UserResponse{User: s.User}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// logout revokes the session server-side, so the old cookie is dead even if a client keeps
+// it, and clears the cookie. It is idempotent: without a session it just clears.
+func (h *handlers) logout(c *fiber.Ctx) error {
+	if token := c.Cookies(session.CookieName); token != "" {
+		ctx, err := h.anonymous(c)
+		if err != nil {
+			return err
+		}
+		if err := h.Auth.Logout(ctx, strings.Clone(token)); err != nil {
+			return err
+		}
+	}
+	h.Gate.ClearCookie(c)
+	return c.JSON(fiber.Map{"status": "logged_out"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h *handlers) me(c *fiber.Ctx) error {
+	u, _ := session.UserOf(c)
+	return c.JSON(auth.UserResponse{User: u}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h *handlers) idpConfig(c *fiber.Ctx) error {
+	ctx, err := h.anonymous(c)
+	if err != nil {
+		return err
+	}
+	cfg, err := h.Auth.IDPConfig(ctx)
+	if err != nil {
+		return err
+	}
+	return c.JSON(cfg, fiber.MIMEApplicationJSONCharsetUTF8)
+}

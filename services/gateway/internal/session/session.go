@@ -1,0 +1,169 @@
+// Package session authenticates public requests by their go_session cookie against the auth
+// service, applies the role and account-status gates, and signs the internal identity token
+// that tells the services who is calling.
+package session
+
+import (
+	"context"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
+)
+
+// CookieName is the session cookie.
+const CookieName = "go_session"
+
+// maxToken bounds what is worth asking the auth service about; real tokens are 43 bytes.
+const maxToken = 256
+
+const localsUser = "linkmesh.user"
+
+// Validator checks a session token; *auth.Client satisfies it.
+type Validator interface {
+	Validate(ctx context.Context, token string) (auth.User, error)
+}
+
+// Gate authenticates requests and builds their callers.
+type Gate struct {
+	auth   Validator
+	keys   *identity.Keys
+	ips    *clientip.Resolver
+	keyer  *clientip.Keyer
+	secure bool
+}
+
+// NewGate returns a gate; secure adds the Secure attribute to the cookie (HTTPS deployments).
+func NewGate(v Validator, keys *identity.Keys, ips *clientip.Resolver, keyer *clientip.Keyer, secure bool) *Gate {
+	return &Gate{auth: v, keys: keys, ips: ips, keyer: keyer, secure: secure}
+}
+
+// ClientAddr is the caller's address per the trusted-proxy rules.
+func (g *Gate) ClientAddr(c *fiber.Ctx) netip.Addr {
+	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	return g.ips.ClientIP(peer, c.Get(fiber.HeaderXForwardedFor))
+}
+
+// IdentityKey is the HMAC of the caller's address: what quotas and audit records keep.
+func (g *Gate) IdentityKey(c *fiber.Ctx) string { return g.KeyFor(g.ClientAddr(c)) }
+
+// KeyFor is the identity key of addr.
+func (g *Gate) KeyFor(addr netip.Addr) string { return g.keyer.Key(addr) }
+
+// As returns the request context carrying a token for caller, with the client's IP hash and
+// User-Agent filled in.
+func (g *Gate) As(c *fiber.Ctx, caller identity.Caller) (context.Context, error) {
+	caller.IPHash = g.IdentityKey(c)
+	caller.UserAgent = strings.Clone(c.Get(fiber.HeaderUserAgent))
+	return g.keys.WithCaller(c.UserContext(), caller)
+}
+
+// Require admits only requests with a valid session whose user has at least minRole.
+// Banned or suspended users get 403 unless allowRestricted (me and logout). On success the
+// user is in UserOf(c) and the request context carries the user's internal token.
+func (g *Gate) Require(minRole string, allowRestricted bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		token := c.Cookies(CookieName)
+		if token == "" {
+			return errs.E(errs.KindUnauthenticated, "authentication required")
+		}
+		return g.admit(c, token, minRole, allowRestricted)
+	}
+}
+
+// Optional authenticates the request if it carries a session cookie and lets it through as
+// anonymous if it carries none; a cookie that does not check out is a 401, not a silent
+// downgrade.
+func (g *Gate) Optional() fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		token := c.Cookies(CookieName)
+		if token == "" {
+			ctx, err := g.As(c, identity.Anonymous)
+			if err != nil {
+				return err
+			}
+			c.SetUserContext(ctx)
+			return c.Next()
+		}
+		return g.admit(c, token, auth.RoleUser, false)
+	}
+}
+
+func (g *Gate) admit(c *fiber.Ctx, token, minRole string, allowRestricted bool) error {
+	if len(token) > maxToken {
+		return errs.E(errs.KindUnauthenticated, "session expired or invalid")
+	}
+	ctx, err := g.As(c, identity.Anonymous)
+	if err != nil {
+		return err
+	}
+	user, err := g.auth.Validate(ctx, strings.Clone(token))
+	if err != nil {
+		return err
+	}
+	if !allowRestricted {
+		if err := restricted(user); err != nil {
+			return err
+		}
+	}
+	if auth.Rank(user.Role) < auth.Rank(minRole) {
+		return errs.Forbidden("%s role required", minRole)
+	}
+	ctx, err = g.As(c, identity.Caller{UserID: user.ID, Role: user.Role, Status: user.Status})
+	if err != nil {
+		return err
+	}
+	c.SetUserContext(ctx)
+	c.Locals(localsUser, user)
+	return c.Next()
+}
+
+// restricted refuses banned and suspended accounts.
+func restricted(u auth.User) error {
+	switch u.Status {
+	case auth.StatusBanned:
+		return errs.Forbidden("account is banned")
+	case auth.StatusSuspended:
+		if u.TimeoutUntil != nil {
+			return errs.Forbidden("account is suspended until %s", u.TimeoutUntil.UTC().Format(time.RFC3339))
+		}
+		return errs.Forbidden("account is suspended")
+	}
+	return nil
+}
+
+// UserOf returns the user Require or Optional admitted, if any.
+func UserOf(c *fiber.Ctx) (auth.User, bool) {
+	u, ok := c.Locals(localsUser).(auth.User)
+	return u, ok
+}
+
+// SetCookie issues the session cookie for token, valid until expires.
+func (g *Gate) SetCookie(c *fiber.Ctx, token string, expires time.Time) {
+	maxAge := int(time.Until(expires).Seconds())
+	if maxAge < 1 {
+		maxAge = 1
+	}
+	c.Append(fiber.HeaderSetCookie, g.cookie(token, maxAge))
+}
+
+// ClearCookie tells the browser to drop the session cookie.
+func (g *Gate) ClearCookie(c *fiber.Ctx) {
+	c.Append(fiber.HeaderSetCookie, g.cookie("", 0))
+}
+
+// cookie is written by hand because fasthttp cannot express Max-Age=0.
+func (g *Gate) cookie(value string, maxAge int) string {
+	s := CookieName + "=" + value + "; Path=/; Max-Age=" + strconv.Itoa(maxAge) + "; HttpOnly; SameSite=Lax"
+	if g.secure {
+		s += "; Secure"
+	}
+	return s
+}

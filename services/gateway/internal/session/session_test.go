@@ -1,0 +1,155 @@
+package session
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
+)
+
+type fakeAuth map[string]auth.User
+
+func (f fakeAuth) Validate(_ context.Context, token string) (auth.User, error) {
+	u, ok := f[token]
+	if !ok {
+		return auth.User{}, errs.E(errs.KindUnauthenticated, "session expired or invalid")
+	}
+	return u, nil
+}
+
+const secret = "0123456789abcdef0123456789abcdef"
+
+func newApp(t *testing.T, secure bool) (*fiber.App, *identity.Keys) {
+	t.Helper()
+	until := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	users := fakeAuth{
+		"user": {ID: "u1", Role: auth.RoleUser, Status: auth.StatusActive},
+		"mod":  {ID: "m1", Role: auth.RoleModerator, Status: auth.StatusActive},
+		"sa":   {ID: "s1", Role: auth.RoleSuperAdmin, Status: auth.StatusActive},
+		"ban":  {ID: "b1", Role: auth.RoleModerator, Status: auth.StatusBanned},
+		"sus":  {ID: "x1", Role: auth.RoleUser, Status: auth.StatusSuspended, TimeoutUntil: &until},
+	}
+	keys, _ := identity.NewKeys(secret)
+	g := NewGate(users, keys, clientip.NewResolver(nil), clientip.NewKeyer(secret), secure)
+	s := server.New(server.Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: noop.NewTracerProvider()})
+	app := s.App()
+	app.Use(SameSite("https://lnk.example", []string{"https://app.lnk.example"}))
+	echo := func(c *fiber.Ctx) error {
+		caller, err := keys.Verify(identity.TokenFromContext(c.UserContext()))
+		if err != nil {
+			return err
+		}
+		return c.SendString(caller.UserID + "|" + caller.Role + "|" + caller.IPHash[:8])
+	}
+	app.Get("/user", g.Require(auth.RoleUser, false), echo)
+	app.Get("/mod", g.Require(auth.RoleModerator, false), echo)
+	app.Get("/super", g.Require(auth.RoleSuperAdmin, false), echo)
+	app.Get("/me", g.Require(auth.RoleUser, true), echo)
+	app.Post("/write", g.Optional(), echo)
+	app.Post("/login", func(c *fiber.Ctx) error { g.SetCookie(c, "tok", time.Now().Add(time.Hour)); return nil })
+	app.Post("/logout", func(c *fiber.Ctx) error { g.ClearCookie(c); return nil })
+	return app, keys
+}
+
+func TestGates(t *testing.T) {
+	app, _ := newApp(t, false)
+	statuses := map[string]map[string]int{ // cookie → path → status
+		"":       {"/user": 401, "/mod": 401, "/super": 401, "/me": 401},
+		"forged": {"/user": 401, "/mod": 401, "/super": 401, "/me": 401},
+		"user":   {"/user": 200, "/mod": 403, "/super": 403, "/me": 200},
+		"mod":    {"/user": 200, "/mod": 200, "/super": 403, "/me": 200},
+		"sa":     {"/user": 200, "/mod": 200, "/super": 200, "/me": 200},
+		"ban":    {"/user": 403, "/mod": 403, "/super": 403, "/me": 200},
+		"sus":    {"/user": 403, "/mod": 403, "/super": 403, "/me": 200},
+	}
+	for cookie, paths := range statuses {
+		for path, want := range paths {
+			req := httptest.NewRequest("GET", path, nil)
+			if cookie != "" {
+				req.Header.Set("Cookie", CookieName+"="+cookie)
+			}
+			resp, _ := app.Test(req, -1)
+			if resp.StatusCode != want {
+				t.Errorf("cookie %q %s: %d, want %d", cookie, path, resp.StatusCode, want)
+			}
+		}
+	}
+	req := httptest.NewRequest("GET", "/mod", nil)
+	req.Header.Set("Cookie", CookieName+"=mod")
+	resp, _ := app.Test(req, -1)
+	body, _ := io.ReadAll(resp.Body)
+	wantKey := clientip.NewKeyer(secret).Key(netip.MustParseAddr("0.0.0.0"))[:8]
+	if string(body) != "m1|moderator|"+wantKey {
+		t.Fatalf("the internal token must carry the user, role and IP hash: %q", body)
+	}
+}
+
+func TestOptionalAndSameSite(t *testing.T) {
+	app, _ := newApp(t, false)
+	cases := []struct {
+		name, cookie, origin, fetchSite string
+		want                            int
+		body                            string
+	}{
+		{"anonymous", "", "", "", 200, "|anonymous|"},
+		{"signed in", "user", "", "", 200, "u1|user|"},
+		{"bad cookie is 401, not anonymous", "forged", "", "", 401, ""},
+		{"banned cannot write", "ban", "", "", 403, ""},
+		{"cross-site fetch with cookie", "user", "", "cross-site", 403, ""},
+		{"foreign origin with cookie", "user", "https://evil.example", "", 403, ""},
+		{"null origin with cookie", "user", "null", "", 403, ""},
+		{"own origin", "user", "https://lnk.example", "same-origin", 200, "u1|user|"},
+		{"allowed front-end origin", "user", "https://APP.lnk.example", "same-site", 200, "u1|user|"},
+		{"cross-site without cookie is anonymous and fine", "", "https://evil.example", "cross-site", 200, "|anonymous|"},
+	}
+	for _, tc := range cases {
+		req := httptest.NewRequest("POST", "/write", strings.NewReader("{}"))
+		if tc.cookie != "" {
+			req.Header.Set("Cookie", CookieName+"="+tc.cookie)
+		}
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		if tc.fetchSite != "" {
+			req.Header.Set("Sec-Fetch-Site", tc.fetchSite)
+		}
+		resp, _ := app.Test(req, -1)
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != tc.want || (tc.body != "" && !strings.HasPrefix(string(body), tc.body)) {
+			t.Errorf("%s: %d %q", tc.name, resp.StatusCode, body)
+		}
+	}
+}
+
+func TestCookieAttributes(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		app, _ := newApp(t, secure)
+		resp, _ := app.Test(httptest.NewRequest("POST", "/login", nil), -1)
+		set := resp.Header.Get("Set-Cookie")
+		for _, part := range []string{"go_session=tok", "Path=/", "HttpOnly", "SameSite=Lax", "Max-Age=3"} {
+			if !strings.Contains(set, part) {
+				t.Errorf("Set-Cookie %q lacks %q", set, part)
+			}
+		}
+		if strings.Contains(set, "Secure") != secure {
+			t.Errorf("Set-Cookie %q, secure=%v", set, secure)
+		}
+		resp, _ = app.Test(httptest.NewRequest("POST", "/logout", nil), -1)
+		if set := resp.Header.Get("Set-Cookie"); !strings.HasPrefix(set, "go_session=;") || !strings.Contains(set, "Max-Age=0") {
+			t.Errorf("clearing cookie: %q", set)
+		}
+	}
+}

@@ -25,6 +25,16 @@ type response struct {
 // reports.
 func do(t *testing.T, method, path, body, ip string) response {
 	t.Helper()
+	h := map[string]string{}
+	if ip != "" {
+		h["X-Forwarded-For"] = ip
+	}
+	return doWith(t, method, path, body, h)
+}
+
+// doWith sends a request with extra headers ("Cookie", "Origin", ...).
+func doWith(t *testing.T, method, path, body string, headers map[string]string) response {
+	t.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -36,8 +46,8 @@ func do(t *testing.T, method, path, body, ip string) response {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if ip != "" {
-		req.Header.Set("X-Forwarded-For", ip)
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

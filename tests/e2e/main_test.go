@@ -24,6 +24,16 @@ var (
 	dbPrefix  string
 	dnsServer *fakeDNS
 	otlp      *otlpReceiver
+	issuer    *oidcIssuer
+)
+
+// The bootstrap super admin of the e2e stack.
+const (
+	adminEmail    = "root@lnk.example"
+	adminPassword = "correct horse battery staple"
+	oidcClientID  = "linkmesh-e2e.apps.example"
+	// loginFailures is the stack's failed-login limit per window.
+	loginFailures = 5
 )
 
 func TestMain(m *testing.M) {
@@ -52,6 +62,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer otlp.Close()
+	if issuer, err = startOIDCIssuer(oidcClientID); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer issuer.Close()
 
 	logDir, _ := os.MkdirTemp("", "linkmesh-e2e-logs-")
 	dbPrefix = testenv.Name("e2e")
@@ -66,8 +81,13 @@ func run(m *testing.M) int {
 			"LINKMESH_DNS_SERVER":      dnsServer.Addr(),
 			"LINKMESH_DNS_TIMEOUT":     "500ms",
 			// Tracing on, exported over OTLP/HTTP to the test's receiver, flushed quickly.
-			"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.Endpoint(),
-			"OTEL_BSP_SCHEDULE_DELAY":     "100",
+			"OTEL_EXPORTER_OTLP_ENDPOINT":       otlp.Endpoint(),
+			"OTEL_BSP_SCHEDULE_DELAY":           "100",
+			"LINKMESH_BOOTSTRAP_ADMIN_EMAIL":    adminEmail,
+			"LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": adminPassword,
+			"LINKMESH_OIDC_ISSUER":              issuer.url,
+			"LINKMESH_OIDC_CLIENT_ID":           oidcClientID,
+			"LINKMESH_LOGIN_MAX_FAILURES":       itoa(loginFailures),
 		},
 	})
 	if err != nil {

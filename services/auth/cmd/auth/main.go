@@ -1,15 +1,26 @@
-// Command auth runs the auth service: accounts, sessions and roles. It owns its MongoDB
-// database and, until its routes are built, serves only its health probes.
+// Command auth runs the auth service: accounts, password and identity-provider login,
+// sessions, roles and the login audit trail, behind internal routes for the gateway.
 package main
 
 import (
 	"context"
 
 	"github.com/linkmesh/linkmesh/pkg/service"
+	"github.com/linkmesh/linkmesh/services/auth/internal/app"
+	"github.com/linkmesh/linkmesh/services/auth/internal/config"
 )
 
 func main() {
-	service.Main("auth", func(ctx context.Context, rt service.Runtime) error {
-		return service.ServeProbes(ctx, rt, "auth", "127.0.0.1:8081")
+	service.Main(app.Name, func(ctx context.Context, rt service.Runtime) error {
+		cfg, err := config.Load()
+		if err != nil {
+			return err
+		}
+		rt.Logger.Info("starting", "config", cfg)
+		a, err := app.New(ctx, cfg, rt)
+		if err != nil {
+			return err
+		}
+		return a.Run(ctx)
 	})
 }

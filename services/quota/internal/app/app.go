@@ -55,7 +55,8 @@ func New(ctx context.Context, cfg config.Config, rt service.Runtime) (_ *App, er
 	limiter := window.New(window.Options{
 		Redis:  ds.Redis,
 		Ledger: st,
-		Scopes: window.Scopes(window.Sizes{AnonLimit: cfg.AnonQuota, AnonWindow: cfg.AnonWindow}),
+		Scopes: window.Scopes(window.Sizes{AnonLimit: cfg.AnonQuota, AnonWindow: cfg.AnonWindow,
+			LoginFailures: cfg.LoginMaxFailures, LoginWindow: cfg.LoginWindow}),
 		Logger: a.log,
 	})
 	a.srv = server.New(server.Options{Name: Name, Logger: a.log, TracerProvider: rt.TracerProvider, Ready: ds.Checks()})

@@ -58,11 +58,13 @@ func boot(t *testing.T) *service {
 	mongoURI, redisURL := testenv.URIs(t)
 	db := testenv.Mongo(t) // a fresh database, dropped at the end
 	cfg := config.Config{
-		Service:    pkgconfig.Service{LogLevel: "info", InternalSecret: secret},
-		Mongo:      pkgconfig.Mongo{URI: pkgconfig.Secret(mongoURI), Database: db.Name()},
-		Redis:      pkgconfig.Redis{URL: pkgconfig.Secret(redisURL)},
-		AnonQuota:  2,
-		AnonWindow: time.Hour,
+		Service:          pkgconfig.Service{LogLevel: "info", InternalSecret: secret},
+		Mongo:            pkgconfig.Mongo{URI: pkgconfig.Secret(mongoURI), Database: db.Name()},
+		Redis:            pkgconfig.Redis{URL: pkgconfig.Secret(redisURL)},
+		AnonQuota:        2,
+		AnonWindow:       time.Hour,
+		LoginMaxFailures: 3,
+		LoginWindow:      15 * time.Minute,
 	}
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -206,6 +208,24 @@ func TestProbes(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s = %d, want 200", path, resp.StatusCode)
+		}
+	}
+}
+
+// The login scopes exist with the configured limit and window (3 per 15 minutes here).
+func TestLoginScopes(t *testing.T) {
+	s := boot(t)
+	for _, scope := range []string{quota.ScopeLoginEmail, quota.ScopeLoginIP} {
+		req := quota.ReserveRequest{Scope: scope, Key: testenv.Name("k")}
+		for i := 1; i <= 3; i++ {
+			r, err := s.client.Reserve(s.ctx(), req)
+			if err != nil || !r.Allowed || r.Limit != 3 || r.WindowSeconds != 900 || r.Used != i {
+				t.Fatalf("%s reserve %d = %+v, %v", scope, i, r, err)
+			}
+		}
+		r, err := s.client.Reserve(s.ctx(), req)
+		if err != nil || r.Allowed || r.RetryAfterSeconds < 890 || r.RetryAfterSeconds > 900 {
+			t.Fatalf("%s 4th reserve = %+v, %v; want denied for about 15 minutes", scope, r, err)
 		}
 	}
 }

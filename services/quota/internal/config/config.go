@@ -27,6 +27,12 @@ type Config struct {
 	AnonQuota int `env:"LINKMESH_ANON_QUOTA" envDefault:"10"`
 	// AnonWindow is the sliding window of AnonQuota.
 	AnonWindow time.Duration `env:"LINKMESH_ANON_WINDOW" envDefault:"24h"`
+
+	// LoginMaxFailures is how many failed logins one e-mail, and separately one client
+	// identity key, may have per LoginWindow before logins answer 429.
+	LoginMaxFailures int `env:"LINKMESH_LOGIN_MAX_FAILURES" envDefault:"10"`
+	// LoginWindow is the sliding window of LoginMaxFailures.
+	LoginWindow time.Duration `env:"LINKMESH_LOGIN_WINDOW" envDefault:"15m"`
 }
 
 // Load reads the environment, fills service defaults and validates the result.
@@ -63,6 +69,12 @@ func (c Config) Validate() error {
 	if c.AnonWindow < time.Minute {
 		return errors.New("LINKMESH_ANON_WINDOW must be at least 1m")
 	}
+	if c.LoginMaxFailures < 1 {
+		return errors.New("LINKMESH_LOGIN_MAX_FAILURES must be at least 1")
+	}
+	if c.LoginWindow < time.Minute {
+		return errors.New("LINKMESH_LOGIN_WINDOW must be at least 1m")
+	}
 	return nil
 }
 
@@ -78,5 +90,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("redis_url", c.URL),
 		slog.Int("anon_quota", c.AnonQuota),
 		slog.String("anon_window", c.AnonWindow.String()),
+		slog.Int("login_max_failures", c.LoginMaxFailures),
+		slog.String("login_window", c.LoginWindow.String()),
 	)
 }

@@ -16,12 +16,15 @@ func TestLoadDefaults(t *testing.T) {
 	t.Setenv("LINKMESH_MONGODB_DATABASE", "")
 	t.Setenv("LINKMESH_ANON_QUOTA", "")
 	t.Setenv("LINKMESH_ANON_WINDOW", "")
+	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES", "")
+	t.Setenv("LINKMESH_LOGIN_WINDOW", "")
 	cfg, err := Load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.ListenAddr != "127.0.0.1:8085" || cfg.Database != "linkmesh_quota" ||
-		cfg.AnonQuota != 10 || cfg.AnonWindow != 24*time.Hour {
+		cfg.AnonQuota != 10 || cfg.AnonWindow != 24*time.Hour ||
+		cfg.LoginMaxFailures != 10 || cfg.LoginWindow != 15*time.Minute {
 		t.Fatalf("defaults = %+v", cfg)
 	}
 }
@@ -32,28 +35,38 @@ func TestLoadReadsSettings(t *testing.T) {
 	t.Setenv("LINKMESH_MONGODB_DATABASE", "q")
 	t.Setenv("LINKMESH_ANON_QUOTA", "3")
 	t.Setenv("LINKMESH_ANON_WINDOW", "90m")
+	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES", "5")
+	t.Setenv("LINKMESH_LOGIN_WINDOW", "1h")
 	cfg, err := Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ListenAddr != "127.0.0.1:9000" || cfg.Database != "q" || cfg.AnonQuota != 3 || cfg.AnonWindow != 90*time.Minute {
+	if cfg.ListenAddr != "127.0.0.1:9000" || cfg.Database != "q" || cfg.AnonQuota != 3 || cfg.AnonWindow != 90*time.Minute ||
+		cfg.LoginMaxFailures != 5 || cfg.LoginWindow != time.Hour {
 		t.Fatalf("config = %+v", cfg)
 	}
 }
 
 func TestLoadRejects(t *testing.T) {
 	cases := map[string]map[string]string{
-		"short secret":  {"LINKMESH_INTERNAL_SECRET": "short"},
-		"zero quota":    {"LINKMESH_ANON_QUOTA": "0"},
-		"tiny window":   {"LINKMESH_ANON_WINDOW": "30s"},
-		"bad window":    {"LINKMESH_ANON_WINDOW": "a day"},
-		"non-int quota": {"LINKMESH_ANON_QUOTA": "ten"},
+		"short secret":            {"LINKMESH_INTERNAL_SECRET": "short"},
+		"zero quota":              {"LINKMESH_ANON_QUOTA": "0"},
+		"tiny window":             {"LINKMESH_ANON_WINDOW": "30s"},
+		"bad window":              {"LINKMESH_ANON_WINDOW": "a day"},
+		"non-int quota":           {"LINKMESH_ANON_QUOTA": "ten"},
+		"zero login failures":     {"LINKMESH_LOGIN_MAX_FAILURES": "0"},
+		"negative login failures": {"LINKMESH_LOGIN_MAX_FAILURES": "-1"},
+		"non-int login failures":  {"LINKMESH_LOGIN_MAX_FAILURES": "many"},
+		"tiny login window":       {"LINKMESH_LOGIN_WINDOW": "59s"},
+		"bad login window":        {"LINKMESH_LOGIN_WINDOW": "15"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv("LINKMESH_INTERNAL_SECRET", secret)
 			t.Setenv("LINKMESH_ANON_QUOTA", "10")
 			t.Setenv("LINKMESH_ANON_WINDOW", "24h")
+			t.Setenv("LINKMESH_LOGIN_MAX_FAILURES", "10")
+			t.Setenv("LINKMESH_LOGIN_WINDOW", "15m")
 			for k, v := range env {
 				t.Setenv(k, v)
 			}
@@ -65,7 +78,7 @@ func TestLoadRejects(t *testing.T) {
 }
 
 func TestLogValueMasksSecrets(t *testing.T) {
-	cfg := Config{AnonQuota: 10, AnonWindow: time.Hour}
+	cfg := Config{AnonQuota: 10, AnonWindow: time.Hour, LoginMaxFailures: 7, LoginWindow: 20 * time.Minute}
 	cfg.InternalSecret = secret
 	cfg.URI = "mongodb://user:mongo-password@db/"
 	cfg.URL = "redis://:redis-password@cache/0"
@@ -77,7 +90,8 @@ func TestLogValueMasksSecrets(t *testing.T) {
 			t.Fatalf("log leaks %q: %s", leak, out)
 		}
 	}
-	if !strings.Contains(out, `"anon_quota":10`) || !strings.Contains(out, `"anon_window":"1h0m0s"`) {
+	if !strings.Contains(out, `"anon_quota":10`) || !strings.Contains(out, `"anon_window":"1h0m0s"`) ||
+		!strings.Contains(out, `"login_max_failures":7`) || !strings.Contains(out, `"login_window":"20m0s"`) {
 		t.Fatalf("log lacks the settings: %s", out)
 	}
 }

@@ -23,12 +23,20 @@ type Policy struct {
 type Sizes struct {
 	AnonLimit  int
 	AnonWindow time.Duration
+	// LoginFailures is how many failed logins one e-mail (and, separately, one identity
+	// key) may have per LoginWindow.
+	LoginFailures int
+	LoginWindow   time.Duration
 }
 
 // Scopes is the scope table: every scope the service counts, one row each.
 func Scopes(s Sizes) map[string]Policy {
 	return map[string]Policy{
 		quota.ScopeAnonymousCreate: {Limit: s.AnonLimit, Window: s.AnonWindow, Anonymous: true},
+		// Login counters belong to callers who are not (yet) logged in. The auth service
+		// releases the unit of a successful login, so only failures stay counted.
+		quota.ScopeLoginEmail: {Limit: s.LoginFailures, Window: s.LoginWindow, Anonymous: true},
+		quota.ScopeLoginIP:    {Limit: s.LoginFailures, Window: s.LoginWindow, Anonymous: true},
 	}
 }
 

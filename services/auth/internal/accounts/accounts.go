@@ -1,0 +1,150 @@
+// Package accounts holds the rules of accounts and sessions: registration, password and
+// identity-provider login with brute-force limits, session validation, roles, the bootstrap
+// super admin and the login audit trail. Storage, the quota service and the identity
+// provider sit behind the interfaces declared here.
+package accounts
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/clients/quota"
+	"github.com/linkmesh/linkmesh/services/auth/internal/idp"
+)
+
+// DefaultQuotaLimit is a new account's quota_limit.
+const DefaultQuotaLimit = 100
+
+// User is a stored account.
+type User struct {
+	ID        string
+	Email     string // trimmed, lower-cased
+	FirstName string
+	LastName  string
+	// PasswordHash is an argon2id PHC string; empty for accounts without a password.
+	PasswordHash string
+	AuthProvider string
+	// IDPUID is the identity provider's subject once the account is linked.
+	IDPUID string
+	Role   string
+	// Status is the stored status: active or banned. Suspension is derived from TimeoutUntil.
+	Status        string
+	TimeoutUntil  *time.Time
+	TimeoutReason *string
+	BanReason     *string
+	QuotaLimit    int
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	LastLoginAt   *time.Time
+}
+
+// Session is a stored session. The token itself is never stored, only its hash.
+type Session struct {
+	Hash      string
+	UserID    string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// Login methods of login records.
+const (
+	MethodPassword = "password"
+	MethodGoogle   = "google"
+)
+
+// LoginRecord is one login attempt.
+type LoginRecord struct {
+	ID        string
+	UserID    string // empty when no account was found
+	Email     string
+	Success   bool
+	Method    string
+	Reason    string // why it failed; empty on success
+	IPHash    string
+	UserAgent string
+	CreatedAt time.Time
+}
+
+// RecordFilter selects login records; zero fields do not filter.
+type RecordFilter struct {
+	UserID  string
+	Email   string
+	Success *bool
+}
+
+// RoleChange is the audit record of one role change.
+type RoleChange struct {
+	ID        string
+	ActorID   string
+	TargetID  string
+	FromRole  string
+	ToRole    string
+	IPHash    string
+	UserAgent string
+	CreatedAt time.Time
+}
+
+// Errors stores return.
+var (
+	ErrEmailTaken      = errors.New("email taken")
+	ErrUserNotFound    = errors.New("user not found")
+	ErrSessionNotFound = errors.New("session not found")
+)
+
+// Store persists accounts; implemented by internal/store.
+type Store interface {
+	// InsertUser stores u; ErrEmailTaken when the e-mail exists (the unique index decides).
+	InsertUser(ctx context.Context, u User) error
+	UserByID(ctx context.Context, id string) (User, error)
+	UserByEmail(ctx context.Context, email string) (User, error)
+	UserByIDPUID(ctx context.Context, sub string) (User, error)
+	// LinkIDP sets idp_uid on an account that has none; false if it already had one.
+	LinkIDP(ctx context.Context, userID, sub string, now time.Time) (bool, error)
+	SetLastLogin(ctx context.Context, userID string, at time.Time) error
+	SetPasswordHash(ctx context.Context, userID, hash string, now time.Time) error
+	// SetRole changes the role only if it is still from; false when it was not.
+	SetRole(ctx context.Context, userID, from, to string, now time.Time) (bool, error)
+	CountRole(ctx context.Context, role string) (int64, error)
+	InsertRoleChange(ctx context.Context, c RoleChange) error
+
+	InsertSession(ctx context.Context, s Session) error
+	// SessionByHash returns the session if it exists and has not expired at now.
+	SessionByHash(ctx context.Context, hash string, now time.Time) (Session, error)
+	DeleteSession(ctx context.Context, hash string) error
+
+	InsertLoginRecord(ctx context.Context, r LoginRecord) error
+	// LoginRecords returns one page of matching records, newest first, and the total.
+	LoginRecords(ctx context.Context, f RecordFilter, skip, limit int64) ([]LoginRecord, int64, error)
+}
+
+// Quota is the quota service's typed client (pkg/clients/quota).
+type Quota interface {
+	Reserve(ctx context.Context, req quota.ReserveRequest) (quota.Reservation, error)
+	Release(ctx context.Context, req quota.ReleaseRequest) error
+}
+
+// IdentityVerifier verifies identity provider ID tokens; implemented by internal/idp.
+type IdentityVerifier interface {
+	Enabled() bool
+	Verify(ctx context.Context, raw string) (idp.Identity, error)
+}
+
+// View is the public form of u at now: no password hash, no idp_uid, derived status.
+func (u User) View(now time.Time) auth.User {
+	return auth.User{
+		ID: u.ID, Email: u.Email, FirstName: u.FirstName, LastName: u.LastName, Role: u.Role,
+		Status: u.StatusAt(now), AuthProvider: u.AuthProvider, QuotaLimit: u.QuotaLimit,
+		CreatedAt: u.CreatedAt.UTC(), UpdatedAt: u.UpdatedAt.UTC(), LastLoginAt: utc(u.LastLoginAt),
+		TimeoutUntil: utc(u.TimeoutUntil), TimeoutReason: u.TimeoutReason, BanReason: u.BanReason,
+	}
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.UTC()
+	return &v
+}

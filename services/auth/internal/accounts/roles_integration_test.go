@@ -1,0 +1,203 @@
+package accounts_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
+)
+
+type roleChangeDoc struct {
+	ActorID   string    `bson:"actor_id"`
+	TargetID  string    `bson:"target_id"`
+	FromRole  string    `bson:"from_role"`
+	ToRole    string    `bson:"to_role"`
+	IPHash    string    `bson:"ip_hash"`
+	UserAgent string    `bson:"user_agent"`
+	CreatedAt time.Time `bson:"created_at"`
+}
+
+func roleChanges(t *testing.T, e *env) []roleChangeDoc {
+	t.Helper()
+	cur, err := e.db.Collection("role_changes").Find(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []roleChangeDoc
+	if err := cur.All(context.Background(), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestSetRole(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	admin := e.superAdmin(t, "admin@example.com")
+	ada := e.register(t, "ada@example.com")
+	as := caller(admin.ID, auth.RoleSuperAdmin)
+	e.clock.Advance(time.Minute)
+
+	u, err := e.svc.SetRole(ctx, as, ada.ID, auth.RoleModerator)
+	if err != nil || u.Role != auth.RoleModerator || !u.UpdatedAt.Equal(e.clock.Now()) || u.ID != ada.ID {
+		t.Fatalf("SetRole = %+v, %v", u, err)
+	}
+	stored, _ := e.store.UserByID(ctx, ada.ID)
+	if stored.Role != auth.RoleModerator || !stored.UpdatedAt.Equal(e.clock.Now()) {
+		t.Fatalf("stored = %+v", stored)
+	}
+	rc := roleChanges(t, e)
+	if len(rc) != 1 || rc[0].ActorID != admin.ID || rc[0].TargetID != ada.ID || rc[0].FromRole != auth.RoleUser ||
+		rc[0].ToRole != auth.RoleModerator || rc[0].IPHash != ipA || rc[0].UserAgent != "test-agent/1.0" ||
+		!rc[0].CreatedAt.Equal(e.clock.Now()) {
+		t.Fatalf("role_changes = %+v", rc)
+	}
+	// Setting the same role again changes nothing and records nothing.
+	if u, err := e.svc.SetRole(ctx, as, ada.ID, auth.RoleModerator); err != nil || u.Role != auth.RoleModerator {
+		t.Fatalf("same role = %+v, %v", u, err)
+	}
+	if n := len(roleChanges(t, e)); n != 1 {
+		t.Fatalf("%d role changes after a no-op, want 1", n)
+	}
+
+	_, err = e.svc.SetRole(ctx, as, "no-such-user", auth.RoleUser)
+	wantErr(t, err, errs.KindNotFound, "user not found")
+	_, err = e.svc.SetRole(ctx, as, admin.ID, auth.RoleUser)
+	wantErr(t, err, errs.KindInvalid, "you cannot change your own role")
+	_, err = e.svc.SetRole(ctx, caller(ada.ID, auth.RoleModerator), admin.ID, auth.RoleUser)
+	wantErr(t, err, errs.KindForbidden, "super admin role required")
+	// A token that still says super_admin after a demotion is not enough: the database decides.
+	_, err = e.svc.SetRole(ctx, caller(ada.ID, auth.RoleSuperAdmin), admin.ID, auth.RoleUser)
+	wantErr(t, err, errs.KindForbidden, "super admin role required")
+	_, err = e.svc.SetRole(ctx, caller("ghost", auth.RoleSuperAdmin), ada.ID, auth.RoleUser)
+	wantErr(t, err, errs.KindForbidden, "super admin role required")
+
+	// A banned super admin can change nothing.
+	other := e.superAdmin(t, "other@example.com")
+	if _, err := e.db.Collection("users").UpdateOne(ctx, bson.D{{Key: "_id", Value: other.ID}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "status", Value: auth.StatusBanned}}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.svc.SetRole(ctx, caller(other.ID, auth.RoleSuperAdmin), ada.ID, auth.RoleUser)
+	wantErr(t, err, errs.KindForbidden, "account is banned")
+	// Demoting another super admin is fine while one remains.
+	if u, err := e.svc.SetRole(ctx, as, other.ID, auth.RoleUser); err != nil || u.Role != auth.RoleUser {
+		t.Fatalf("demote the second super admin = %+v, %v", u, err)
+	}
+}
+
+// interleaved runs before right before the wrapped store's next role write on target, to
+// force the race "two super admins demote each other" into one fixed order.
+type interleaved struct {
+	accounts.Store
+	target string
+	before func()
+	once   sync.Once
+}
+
+func (s *interleaved) SetRole(ctx context.Context, id, from, to string, now time.Time) (bool, error) {
+	if id == s.target {
+		s.once.Do(s.before)
+	}
+	return s.Store.SetRole(ctx, id, from, to, now)
+}
+
+// A passes all checks to demote B; just before A's write, B's own demotion of A lands. A's
+// re-check then finds no super admin, restores B and answers 409.
+func TestDemotionRaceIsUndone(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	a := e.superAdmin(t, "a@example.com")
+	b := e.superAdmin(t, "b@example.com")
+	racer := &interleaved{Store: e.store, target: b.ID, before: func() {
+		if ok, err := e.store.SetRole(ctx, a.ID, auth.RoleSuperAdmin, auth.RoleUser, e.clock.Now()); err != nil || !ok {
+			t.Errorf("B's demotion of A: %v %v", ok, err)
+		}
+	}}
+	svc := e.service(t, func(o *accounts.Options) { o.Store = racer })
+	_, err := svc.SetRole(ctx, caller(a.ID, auth.RoleSuperAdmin), b.ID, auth.RoleUser)
+	wantErr(t, err, errs.KindConflict, "cannot demote the last super admin")
+	if n, _ := e.store.CountRole(ctx, auth.RoleSuperAdmin); n != 1 {
+		t.Fatalf("%d super admins after the race, want 1", n)
+	}
+	if got, _ := e.store.UserByID(ctx, b.ID); got.Role != auth.RoleSuperAdmin {
+		t.Fatalf("B is %s, want restored to super_admin", got.Role)
+	}
+	if n := len(roleChanges(t, e)); n != 0 {
+		t.Fatalf("the undone demotion left %d role change records", n)
+	}
+}
+
+// Many rounds of two super admins demoting each other at once, over two replicas: there is
+// always at least one super admin left, and every success has its record.
+func TestConcurrentMutualDemotion(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	replicas := []*accounts.Service{e.svc, e.service(t)}
+	for round := range 15 {
+		a := e.superAdmin(t, "a"+string(rune('a'+round))+"@example.com")
+		b := e.superAdmin(t, "b"+string(rune('a'+round))+"@example.com")
+		// Only these two are super admins in this round.
+		if round > 0 {
+			if _, err := e.db.Collection("users").UpdateMany(ctx,
+				bson.D{{Key: "_id", Value: bson.D{{Key: "$nin", Value: bson.A{a.ID, b.ID}}}}},
+				bson.D{{Key: "$set", Value: bson.D{{Key: "role", Value: auth.RoleUser}}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := len(roleChanges(t, e))
+		var wg sync.WaitGroup
+		var errA, errB error
+		wg.Go(func() { _, errA = replicas[0].SetRole(ctx, caller(a.ID, auth.RoleSuperAdmin), b.ID, auth.RoleUser) })
+		wg.Go(func() {
+			_, errB = replicas[1].SetRole(ctx, caller(b.ID, auth.RoleSuperAdmin), a.ID, auth.RoleModerator)
+		})
+		wg.Wait()
+		t.Logf("round %d: %v | %v", round, errA, errB)
+		n, err := e.store.CountRole(ctx, auth.RoleSuperAdmin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 1 {
+			t.Fatalf("round %d: no super admin left (errors %v, %v)", round, errA, errB)
+		}
+		for _, err := range []error{errA, errB} {
+			if err != nil && !errs.IsKind(err, errs.KindConflict) && !errs.IsKind(err, errs.KindForbidden) {
+				t.Fatalf("round %d: unexpected error %v", round, err)
+			}
+		}
+		successes := 0
+		for _, err := range []error{errA, errB} {
+			if err == nil {
+				successes++
+			}
+		}
+		if successes > 1 || int64(2-successes) != n || len(roleChanges(t, e))-before != successes {
+			t.Fatalf("round %d: %d successes, %d super admins, %d records (errors %v, %v)",
+				round, successes, n, len(roleChanges(t, e))-before, errA, errB)
+		}
+	}
+}
+
+func TestLoginRecordsNeedSuperAdmin(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	admin := e.superAdmin(t, "admin@example.com")
+	mod := e.register(t, "mod@example.com")
+	q := accounts.RecordQuery{Page: 1, PageSize: 20}
+	for _, c := range []identity.Caller{caller(mod.ID, auth.RoleModerator), caller(mod.ID, auth.RoleSuperAdmin), caller("", "")} {
+		_, err := e.svc.LoginRecords(ctx, c, q)
+		wantErr(t, err, errs.KindForbidden, "super admin role required")
+	}
+	res, err := e.svc.LoginRecords(ctx, caller(admin.ID, auth.RoleSuperAdmin), accounts.RecordQuery{Page: 1 << 40, PageSize: 100})
+	if err != nil || res.Records == nil || len(res.Records) != 0 || res.Page != 1<<40 {
+		t.Fatalf("far page = %+v, %v; want an empty list", res, err)
+	}
+}

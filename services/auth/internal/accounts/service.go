@@ -1,0 +1,181 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/services/auth/internal/password"
+)
+
+// Options are what a Service is built from.
+type Options struct {
+	Store  Store
+	Quota  Quota
+	IDP    IdentityVerifier
+	Hasher *password.Hasher
+	// SessionTTL is how long a session lives.
+	SessionTTL time.Duration
+	// Issuer and ClientID are the identity provider's public settings for IDPConfig.
+	Issuer   string
+	ClientID string
+	// Now is the clock; time.Now when nil.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Service applies the account rules.
+type Service struct {
+	store     Store
+	quota     Quota
+	idp       IdentityVerifier
+	hasher    *password.Hasher
+	ttl       time.Duration
+	issuer    string
+	clientID  string
+	now       func() time.Time
+	log       *slog.Logger
+	dummyHash string
+}
+
+// New builds a Service. It hashes a random password once, so that logins of unknown e-mails
+// verify against a real hash at the real cost.
+func New(ctx context.Context, opts Options) (*Service, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	token, _, err := NewSessionToken()
+	if err != nil {
+		return nil, err
+	}
+	dummy, err := opts.Hasher.Hash(ctx, token)
+	if err != nil {
+		return nil, fmt.Errorf("hash dummy password: %w", err)
+	}
+	return &Service{store: opts.Store, quota: opts.Quota, idp: opts.IDP, hasher: opts.Hasher,
+		ttl: opts.SessionTTL, issuer: opts.Issuer, clientID: opts.ClientID, now: opts.Now,
+		log: opts.Logger, dummyHash: dummy}, nil
+}
+
+func newID() string { return bson.NewObjectID().Hex() }
+
+// Register creates an e-mail account and logs it in. Being logged in, the registration is
+// also the account's first login record.
+func (s *Service) Register(ctx context.Context, caller identity.Caller, req auth.RegisterRequest) (auth.Session, error) {
+	reg, err := ValidateRegistration(req)
+	if err != nil {
+		return auth.Session{}, err
+	}
+	hash, err := s.hasher.Hash(ctx, reg.Password)
+	if err != nil {
+		return auth.Session{}, err
+	}
+	now := s.now().UTC()
+	u := User{ID: newID(), Email: reg.Email, FirstName: reg.FirstName, LastName: reg.LastName,
+		PasswordHash: hash, AuthProvider: auth.ProviderEmail, Role: auth.RoleUser, Status: auth.StatusActive,
+		QuotaLimit: DefaultQuotaLimit, CreatedAt: now, UpdatedAt: now, LastLoginAt: &now}
+	if err := s.store.InsertUser(ctx, u); err != nil {
+		if errors.Is(err, ErrEmailTaken) {
+			return auth.Session{}, errs.E(errs.KindConflict, "email is already registered")
+		}
+		return auth.Session{}, err
+	}
+	rec := s.newRecord(caller, MethodPassword, u.Email)
+	rec.UserID, rec.Success, rec.Reason, rec.CreatedAt = u.ID, true, ReasonRegistered, now
+	if err := s.store.InsertLoginRecord(ctx, rec); err != nil {
+		return auth.Session{}, err
+	}
+	return s.startSession(ctx, u, now)
+}
+
+// startSession issues a fresh token for u; every login gets a new one (no session fixation).
+func (s *Service) startSession(ctx context.Context, u User, now time.Time) (auth.Session, error) {
+	token, hash, err := NewSessionToken()
+	if err != nil {
+		return auth.Session{}, err
+	}
+	sess := Session{Hash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(s.ttl)}
+	if err := s.store.InsertSession(ctx, sess); err != nil {
+		return auth.Session{}, err
+	}
+	return auth.Session{User: u.View(now), Token: token, ExpiresAt: sess.ExpiresAt}, nil
+}
+
+func sessionInvalid() error { return errs.E(errs.KindUnauthenticated, "session expired or invalid") }
+
+// Validate returns the user of a live session, read fresh so that a ban or a role change
+// counts on the very next request.
+func (s *Service) Validate(ctx context.Context, token string) (auth.User, error) {
+	if token == "" || len(token) > maxTokenLength {
+		return auth.User{}, sessionInvalid()
+	}
+	now := s.now()
+	sess, err := s.store.SessionByHash(ctx, HashToken(token), now)
+	if errors.Is(err, ErrSessionNotFound) {
+		return auth.User{}, sessionInvalid()
+	}
+	if err != nil {
+		return auth.User{}, err
+	}
+	// The store filters on expiry too; checking here keeps the rule independent of it.
+	if !now.Before(sess.ExpiresAt) {
+		return auth.User{}, sessionInvalid()
+	}
+	u, err := s.store.UserByID(ctx, sess.UserID)
+	if errors.Is(err, ErrUserNotFound) {
+		return auth.User{}, sessionInvalid()
+	}
+	if err != nil {
+		return auth.User{}, err
+	}
+	return u.View(now), nil
+}
+
+// Logout revokes the session at once; an unknown token is not an error.
+func (s *Service) Logout(ctx context.Context, token string) error {
+	if token == "" || len(token) > maxTokenLength {
+		return nil
+	}
+	return s.store.DeleteSession(ctx, HashToken(token))
+}
+
+// IDPConfig is the identity provider's public client configuration.
+func (s *Service) IDPConfig() auth.IDPConfig {
+	cfg := auth.IDPConfig{Enabled: s.idp.Enabled(), Provider: auth.ProviderGoogle}
+	if cfg.Enabled {
+		cfg.ClientID, cfg.Issuer = s.clientID, s.issuer
+	}
+	return cfg
+}
+
+// superAdmin checks that the caller is a super admin, both in the gateway's token and in the
+// database right now, so a demotion or a ban counts even for a token signed before it.
+func (s *Service) superAdmin(ctx context.Context, caller identity.Caller) (User, error) {
+	if caller.Role != auth.RoleSuperAdmin || caller.UserID == "" {
+		return User{}, errs.Forbidden("super admin role required")
+	}
+	actor, err := s.store.UserByID(ctx, caller.UserID)
+	if errors.Is(err, ErrUserNotFound) {
+		return User{}, errs.Forbidden("super admin role required")
+	}
+	if err != nil {
+		return User{}, err
+	}
+	if actor.Role != auth.RoleSuperAdmin {
+		return User{}, errs.Forbidden("super admin role required")
+	}
+	if _, err := actor.loginBlocked(s.now()); err != nil {
+		return User{}, err
+	}
+	return actor, nil
+}

@@ -1,0 +1,112 @@
+// Package app wires the auth service together: datastores, the quota client, the identity
+// provider, the account rules, the bootstrap super admin, the HTTP server and the session
+// sweeper. main and the component tests both use it.
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/quota"
+	"github.com/linkmesh/linkmesh/pkg/httpclient"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/pkg/service"
+	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
+	"github.com/linkmesh/linkmesh/services/auth/internal/config"
+	authhttp "github.com/linkmesh/linkmesh/services/auth/internal/http"
+	"github.com/linkmesh/linkmesh/services/auth/internal/idp"
+	"github.com/linkmesh/linkmesh/services/auth/internal/password"
+	"github.com/linkmesh/linkmesh/services/auth/internal/store"
+)
+
+// Name is the service name in logs and traces.
+const Name = "auth"
+
+// App is a wired auth service, ready to Run.
+type App struct {
+	cfg     config.Config
+	srv     *server.Server
+	sweeper store.Sweeper
+	close   func()
+}
+
+// New connects to the datastores, ensures indexes, ensures the bootstrap super admin and
+// builds the server. On error everything opened so far is closed again.
+func New(ctx context.Context, cfg config.Config, rt service.Runtime) (*App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("validate config: %w", err)
+	}
+	keys, err := identity.NewKeys(cfg.InternalSecret.Reveal())
+	if err != nil {
+		return nil, fmt.Errorf("internal token keys: %w", err)
+	}
+	ds, err := service.OpenDatastores(ctx, cfg.Mongo, cfg.Redis, rt.TracerProvider)
+	if err != nil {
+		return nil, err
+	}
+	a, err := build(ctx, cfg, rt, keys, ds)
+	if err != nil {
+		ds.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func build(ctx context.Context, cfg config.Config, rt service.Runtime, keys *identity.Keys, ds *service.Datastores) (*App, error) {
+	st, err := store.New(ctx, ds.DB)
+	if err != nil {
+		return nil, fmt.Errorf("open account store: %w", err)
+	}
+	hasher, err := password.NewHasher(password.OWASP(), 0)
+	if err != nil {
+		return nil, err
+	}
+	quotaClient := quota.New(httpclient.New(httpclient.Options{
+		Service: "quota", BaseURL: cfg.QuotaURL, TracerProvider: rt.TracerProvider, Timeout: 3 * time.Second,
+	}))
+	svc, err := accounts.New(ctx, accounts.Options{
+		Store: st, Quota: quotaClient, Hasher: hasher, SessionTTL: cfg.SessionTTL, Logger: rt.Logger,
+		IDP:    idp.New(idp.Config{Issuer: cfg.OIDCIssuer, ClientID: cfg.OIDCClientID, JWKSURL: cfg.OIDCJWKSURL}),
+		Issuer: cfg.OIDCIssuer, ClientID: cfg.OIDCClientID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.BootstrapAdminEmail != "" {
+		if err := svc.Bootstrap(ctx, cfg.BootstrapAdminEmail, cfg.BootstrapAdminPassword.Reveal()); err != nil {
+			return nil, fmt.Errorf("bootstrap super admin: %w", err)
+		}
+	}
+	srv := server.New(server.Options{Name: Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider, Ready: ds.Checks()})
+	authhttp.Register(srv.App(), keys, svc)
+	return &App{cfg: cfg, srv: srv, close: ds.Close,
+		sweeper: store.Sweeper{Store: st, Interval: store.SweepInterval, Now: time.Now, Logger: rt.Logger}}, nil
+}
+
+// Run serves on the configured address until ctx ends; see Serve.
+func (a *App) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.cfg.ListenAddr)
+	if err != nil {
+		a.close()
+		return fmt.Errorf("listen %s: %w", a.cfg.ListenAddr, err)
+	}
+	return a.Serve(ctx, ln)
+}
+
+// Serve serves on ln and sweeps expired sessions until ctx ends, then drains, stops the
+// sweeper and closes the datastores. Component tests call it on their own listener.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	sweepCtx, stopSweeper := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { a.sweeper.Run(sweepCtx) })
+
+	err := a.srv.Serve(ctx, ln, a.cfg.ShutdownDrain)
+	stopSweeper()
+	wg.Wait()
+	a.close()
+	return err
+}

@@ -1,0 +1,100 @@
+package app_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/quota"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+)
+
+// quotaServer fakes the quota service's two internal routes: limit units per scope and key,
+// released units free room, and every call must carry a valid internal token (the auth
+// service passes the gateway's on).
+type quotaServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	limit    int
+	units    map[string]map[string]bool
+	next     int
+	keysSeen []string
+}
+
+func newQuotaServer(t *testing.T, keys *identity.Keys, limit int) *quotaServer {
+	q := &quotaServer{limit: limit, units: map[string]map[string]bool{}}
+	q.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if _, err := keys.Verify(tok); err != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":"invalid internal token"}`))
+			return
+		}
+		switch r.URL.Path {
+		case "/internal/quota/reserve":
+			var req quota.ReserveRequest
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			writeJSON(w, q.reserve(req))
+		case "/internal/quota/release":
+			var req quota.ReleaseRequest
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			q.release(req)
+			writeJSON(w, map[string]string{"status": "released"})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(q.Close)
+	return q
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (q *quotaServer) reserve(r quota.ReserveRequest) quota.Reservation {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.keysSeen = append(q.keysSeen, r.Key)
+	k := r.Scope + "|" + r.Key
+	if q.units[k] == nil {
+		q.units[k] = map[string]bool{}
+	}
+	if len(q.units[k]) >= q.limit {
+		return quota.Reservation{Allowed: false, Limit: q.limit, Used: q.limit, RetryAfterSeconds: 840, WindowSeconds: 900}
+	}
+	q.next++
+	id := fmt.Sprintf("1763730300000-%04d", q.next)
+	q.units[k][id] = true
+	return quota.Reservation{Allowed: true, ID: id, Limit: q.limit, Used: len(q.units[k]), WindowSeconds: 900}
+}
+
+func (q *quotaServer) release(r quota.ReleaseRequest) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.units[r.Scope+"|"+r.Key], r.ID)
+}
+
+func (q *quotaServer) used(scope, key string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.units[scope+"|"+key])
+}
+
+func (q *quotaServer) seen() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]string(nil), q.keysSeen...)
+}
+
+// reset forgets every counted unit.
+func (q *quotaServer) reset() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.units = map[string]map[string]bool{}
+}

@@ -1,0 +1,140 @@
+// Package config is the auth service's typed configuration, read once from LINKMESH_*
+// variables at start-up.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/config"
+	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
+)
+
+// Defaults for settings whose shared default does not fit this service.
+const (
+	DefaultListenAddr = "127.0.0.1:8081"
+	DefaultDatabase   = "linkmesh_auth"
+)
+
+// Config is everything the auth service reads from its environment.
+type Config struct {
+	config.Service
+	config.Mongo
+	config.Redis
+	config.Peers
+
+	// SessionTTL is how long a session (and its go_session cookie) lives.
+	SessionTTL time.Duration `env:"LINKMESH_SESSION_TTL" envDefault:"168h"`
+
+	// OIDCIssuer and OIDCClientID configure login with an identity provider's ID token;
+	// both unset turns it off.
+	OIDCIssuer   string `env:"LINKMESH_OIDC_ISSUER"`
+	OIDCClientID string `env:"LINKMESH_OIDC_CLIENT_ID"`
+	// OIDCJWKSURL, when set, is where the issuer's keys are fetched; discovery is skipped.
+	OIDCJWKSURL string `env:"LINKMESH_OIDC_JWKS_URL"`
+
+	// BootstrapAdminEmail and BootstrapAdminPassword name the first super admin, ensured at
+	// every start; both or neither.
+	BootstrapAdminEmail    string        `env:"LINKMESH_BOOTSTRAP_ADMIN_EMAIL"`
+	BootstrapAdminPassword config.Secret `env:"LINKMESH_BOOTSTRAP_ADMIN_PASSWORD"`
+}
+
+// Load reads the environment, fills service defaults and validates the result.
+func Load() (Config, error) {
+	cfg, err := config.Load[Config]()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.ApplyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("validate config: %w", err)
+	}
+	return cfg, nil
+}
+
+// ApplyDefaults fills the service's own defaults of shared settings.
+func (c *Config) ApplyDefaults() {
+	if c.ListenAddr == "" {
+		c.ListenAddr = DefaultListenAddr
+	}
+	if c.Database == "" {
+		c.Database = DefaultDatabase
+	}
+}
+
+// Validate checks the settings that have no safe default or a bounded range.
+func (c Config) Validate() error {
+	if err := c.Service.Validate(); err != nil {
+		return err
+	}
+	if c.SessionTTL < time.Minute || c.SessionTTL > 366*24*time.Hour {
+		return errors.New("LINKMESH_SESSION_TTL must be between 1m and 8784h")
+	}
+	if err := absoluteURL("LINKMESH_QUOTA_URL", c.QuotaURL); err != nil {
+		return err
+	}
+	if (c.OIDCIssuer == "") != (c.OIDCClientID == "") {
+		return errors.New("LINKMESH_OIDC_ISSUER and LINKMESH_OIDC_CLIENT_ID must be set together")
+	}
+	if c.OIDCIssuer != "" {
+		if err := absoluteURL("LINKMESH_OIDC_ISSUER", c.OIDCIssuer); err != nil {
+			return err
+		}
+	}
+	if c.OIDCJWKSURL != "" {
+		if c.OIDCIssuer == "" {
+			return errors.New("LINKMESH_OIDC_JWKS_URL needs LINKMESH_OIDC_ISSUER and LINKMESH_OIDC_CLIENT_ID")
+		}
+		if err := absoluteURL("LINKMESH_OIDC_JWKS_URL", c.OIDCJWKSURL); err != nil {
+			return err
+		}
+	}
+	return c.validateBootstrap()
+}
+
+func (c Config) validateBootstrap() error {
+	if (c.BootstrapAdminEmail == "") != (c.BootstrapAdminPassword == "") {
+		return errors.New("LINKMESH_BOOTSTRAP_ADMIN_EMAIL and LINKMESH_BOOTSTRAP_ADMIN_PASSWORD must be set together")
+	}
+	if c.BootstrapAdminEmail == "" {
+		return nil
+	}
+	if _, err := accounts.ValidateEmail(c.BootstrapAdminEmail); err != nil {
+		return fmt.Errorf("LINKMESH_BOOTSTRAP_ADMIN_EMAIL: %w", err)
+	}
+	if err := accounts.ValidatePassword(c.BootstrapAdminPassword.Reveal()); err != nil {
+		return fmt.Errorf("LINKMESH_BOOTSTRAP_ADMIN_PASSWORD: %w", err)
+	}
+	return nil
+}
+
+func absoluteURL(name, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s must be an absolute http(s) URL, got %q", name, raw)
+	}
+	return nil
+}
+
+// LogValue lists the settings for the start-up log line; secrets mask themselves.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("listen_addr", c.ListenAddr),
+		slog.String("log_level", c.LogLevel),
+		slog.Any("internal_secret", c.InternalSecret),
+		slog.String("shutdown_drain", c.ShutdownDrain.String()),
+		slog.Any("mongodb_uri", c.URI),
+		slog.String("mongodb_database", c.Database),
+		slog.Any("redis_url", c.URL),
+		slog.String("quota_url", c.QuotaURL),
+		slog.String("session_ttl", c.SessionTTL.String()),
+		slog.String("oidc_issuer", c.OIDCIssuer),
+		slog.String("oidc_client_id", c.OIDCClientID),
+		slog.String("oidc_jwks_url", c.OIDCJWKSURL),
+		slog.Bool("bootstrap_admin", c.BootstrapAdminEmail != ""),
+		slog.Any("bootstrap_admin_password", c.BootstrapAdminPassword),
+	)
+}

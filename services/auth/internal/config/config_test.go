@@ -1,0 +1,102 @@
+package config
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+const secret = "0123456789abcdef0123456789abcdef-secret"
+
+// clearEnv sets every variable the service reads to empty, so the host's values don't leak in.
+func clearEnv(t *testing.T) {
+	for _, k := range []string{"LINKMESH_LISTEN_ADDR", "LINKMESH_MONGODB_DATABASE", "LINKMESH_SESSION_TTL",
+		"LINKMESH_OIDC_ISSUER", "LINKMESH_OIDC_CLIENT_ID", "LINKMESH_OIDC_JWKS_URL", "LINKMESH_QUOTA_URL",
+		"LINKMESH_BOOTSTRAP_ADMIN_EMAIL", "LINKMESH_BOOTSTRAP_ADMIN_PASSWORD"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("LINKMESH_INTERNAL_SECRET", secret)
+}
+
+func TestLoadDefaults(t *testing.T) {
+	clearEnv(t)
+	cfg, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ListenAddr != "127.0.0.1:8081" || cfg.Database != "linkmesh_auth" || cfg.SessionTTL != 168*time.Hour ||
+		cfg.QuotaURL != "http://127.0.0.1:8085" || cfg.OIDCIssuer != "" || cfg.BootstrapAdminEmail != "" {
+		t.Fatalf("defaults = %+v", cfg)
+	}
+}
+
+func TestLoadReadsSettings(t *testing.T) {
+	clearEnv(t)
+	for k, v := range map[string]string{
+		"LINKMESH_SESSION_TTL": "2h", "LINKMESH_OIDC_ISSUER": "https://accounts.google.com",
+		"LINKMESH_OIDC_CLIENT_ID": "cid", "LINKMESH_OIDC_JWKS_URL": "https://www.googleapis.com/oauth2/v3/certs",
+		"LINKMESH_BOOTSTRAP_ADMIN_EMAIL": " Admin@Example.com ", "LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": "correct-horse",
+		"LINKMESH_QUOTA_URL": "http://127.0.0.1:9085",
+	} {
+		t.Setenv(k, v)
+	}
+	cfg, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SessionTTL != 2*time.Hour || cfg.OIDCIssuer != "https://accounts.google.com" || cfg.OIDCClientID != "cid" ||
+		cfg.OIDCJWKSURL == "" || cfg.BootstrapAdminPassword.Reveal() != "correct-horse" || cfg.QuotaURL != "http://127.0.0.1:9085" {
+		t.Fatalf("config = %+v", cfg)
+	}
+}
+
+func TestLoadRejects(t *testing.T) {
+	cases := map[string]map[string]string{
+		"short secret":             {"LINKMESH_INTERNAL_SECRET": "short"},
+		"tiny session ttl":         {"LINKMESH_SESSION_TTL": "30s"},
+		"huge session ttl":         {"LINKMESH_SESSION_TTL": "9000h"},
+		"bad session ttl":          {"LINKMESH_SESSION_TTL": "a week"},
+		"issuer without client":    {"LINKMESH_OIDC_ISSUER": "https://accounts.google.com"},
+		"client without issuer":    {"LINKMESH_OIDC_CLIENT_ID": "cid"},
+		"relative issuer":          {"LINKMESH_OIDC_ISSUER": "accounts.google.com", "LINKMESH_OIDC_CLIENT_ID": "cid"},
+		"jwks without issuer":      {"LINKMESH_OIDC_JWKS_URL": "https://www.googleapis.com/oauth2/v3/certs"},
+		"bad jwks url":             {"LINKMESH_OIDC_ISSUER": "https://a.example", "LINKMESH_OIDC_CLIENT_ID": "c", "LINKMESH_OIDC_JWKS_URL": "ftp://x"},
+		"bad quota url":            {"LINKMESH_QUOTA_URL": "quota:8085"},
+		"admin email without pass": {"LINKMESH_BOOTSTRAP_ADMIN_EMAIL": "a@example.com"},
+		"admin pass without email": {"LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": "correct-horse"},
+		"admin email invalid":      {"LINKMESH_BOOTSTRAP_ADMIN_EMAIL": "Admin <a@example.com>", "LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": "correct-horse"},
+		"admin password too short": {"LINKMESH_BOOTSTRAP_ADMIN_EMAIL": "a@example.com", "LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": "short"},
+		"admin password over 128":  {"LINKMESH_BOOTSTRAP_ADMIN_EMAIL": "a@example.com", "LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": strings.Repeat("p", 129)},
+	}
+	for name, env := range cases {
+		t.Run(name, func(t *testing.T) {
+			clearEnv(t)
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			if _, err := Load(); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+}
+
+func TestLogValueMasksSecrets(t *testing.T) {
+	cfg := Config{SessionTTL: time.Hour, BootstrapAdminEmail: "a@example.com", BootstrapAdminPassword: "admin-password-1"}
+	cfg.InternalSecret = secret
+	cfg.URI = "mongodb://user:mongo-password@db/"
+	cfg.URL = "redis://:redis-password@cache/0"
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("starting", "config", cfg)
+	out := buf.String()
+	for _, leak := range []string{secret, "mongo-password", "redis-password", "admin-password-1"} {
+		if strings.Contains(out, leak) {
+			t.Fatalf("log leaks %q: %s", leak, out)
+		}
+	}
+	if !strings.Contains(out, `"session_ttl":"1h0m0s"`) || !strings.Contains(out, `"bootstrap_admin":true`) {
+		t.Fatalf("log lacks the settings: %s", out)
+	}
+}

@@ -1,0 +1,157 @@
+// Package http exposes the auth service's internal API to the gateway, with the request and
+// response types of pkg/clients/auth.
+package http
+
+import (
+	"context"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
+)
+
+// Accounts is what the handlers need from the account rules (*accounts.Service).
+type Accounts interface {
+	Register(ctx context.Context, caller identity.Caller, req auth.RegisterRequest) (auth.Session, error)
+	Login(ctx context.Context, caller identity.Caller, req auth.LoginRequest) (auth.Session, error)
+	Google(ctx context.Context, caller identity.Caller, req auth.GoogleRequest) (auth.Session, error)
+	Logout(ctx context.Context, token string) error
+	Validate(ctx context.Context, token string) (auth.User, error)
+	IDPConfig() auth.IDPConfig
+	SetRole(ctx context.Context, caller identity.Caller, targetID, role string) (auth.User, error)
+	LoginRecords(ctx context.Context, caller identity.Caller, q accounts.RecordQuery) (auth.LoginRecords, error)
+}
+
+// Register mounts the internal routes on app, all behind the internal token.
+func Register(app *fiber.App, keys *identity.Keys, svc Accounts) {
+	h := handlers{svc: svc}
+	g := app.Group("/internal/auth", identity.Require(keys))
+	g.Post("/register", h.register)
+	g.Post("/login", h.login)
+	g.Post("/google", h.google)
+	g.Post("/logout", h.logout)
+	g.Post("/sessions/validate", h.validate)
+	g.Get("/idp-config", h.idpConfig)
+	g.Post("/users/:id/role", h.setRole)
+	g.Get("/login-records", h.loginRecords)
+}
+
+type handlers struct{ svc Accounts }
+
+func reply(c *fiber.Ctx, status int, v any) error {
+	return c.Status(status).JSON(v, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// parseRegister decodes and validates a register body; the fuzz test drives it directly.
+func parseRegister(c *fiber.Ctx) (auth.RegisterRequest, error) {
+	var req auth.RegisterRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return req, err
+	}
+	_, err := accounts.ValidateRegistration(req)
+	return req, err
+}
+
+// parseLogin decodes and validates a login body.
+func parseLogin(c *fiber.Ctx) (auth.LoginRequest, error) {
+	var req auth.LoginRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return req, err
+	}
+	_, err := accounts.ValidateLogin(req)
+	return req, err
+}
+
+func (h handlers) register(c *fiber.Ctx) error {
+	req, err := parseRegister(c)
+	if err != nil {
+		return err
+	}
+	s, err := h.svc.Register(c.UserContext(), identity.CallerOf(c), req)
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusCreated, s)
+}
+
+func (h handlers) login(c *fiber.Ctx) error {
+	req, err := parseLogin(c)
+	if err != nil {
+		return err
+	}
+	s, err := h.svc.Login(c.UserContext(), identity.CallerOf(c), req)
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, s)
+}
+
+func (h handlers) google(c *fiber.Ctx) error {
+	var req auth.GoogleRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	s, err := h.svc.Google(c.UserContext(), identity.CallerOf(c), req)
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, s)
+}
+
+func (h handlers) logout(c *fiber.Ctx) error {
+	var req auth.TokenRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := h.svc.Logout(c.UserContext(), req.Token); err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, fiber.Map{"status": "logged_out"})
+}
+
+func (h handlers) validate(c *fiber.Ctx) error {
+	var req auth.TokenRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	u, err := h.svc.Validate(c.UserContext(), req.Token)
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, auth.UserResponse{User: u})
+}
+
+func (h handlers) idpConfig(c *fiber.Ctx) error {
+	return reply(c, fiber.StatusOK, h.svc.IDPConfig())
+}
+
+func (h handlers) setRole(c *fiber.Ctx) error {
+	var req auth.RoleRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	// Params point into Fiber's request buffer, which is reused after the handler; the id
+	// goes into stored records and log lines, so it gets its own copy.
+	u, err := h.svc.SetRole(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("id")), req.Role)
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, auth.UserResponse{User: u})
+}
+
+func (h handlers) loginRecords(c *fiber.Ctx) error {
+	// Query values alias Fiber's request buffer too.
+	q, err := accounts.ParseRecordQuery(func(k string) string { return strings.Clone(c.Query(k)) })
+	if err != nil {
+		return err
+	}
+	recs, err := h.svc.LoginRecords(c.UserContext(), identity.CallerOf(c), q)
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, recs)
+}

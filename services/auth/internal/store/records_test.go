@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
+)
+
+func TestLoginRecordFiltersAndPaging(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	base := ms(time.Now().Add(-time.Hour))
+	// 25 records: i%5==0 succeed; ada has the even ones, bob the odd ones.
+	for i := range 25 {
+		r := accounts.LoginRecord{ID: fmt.Sprintf("r%02d", i), Email: "bob@example.com", UserID: "bob",
+			Success: i%5 == 0, Method: accounts.MethodPassword, IPHash: "ab", UserAgent: "ua",
+			CreatedAt: base.Add(time.Duration(i) * time.Second)}
+		if i%2 == 0 {
+			r.Email, r.UserID = "ada@example.com", "ada"
+		}
+		if !r.Success {
+			r.Reason = accounts.ReasonWrongPassword
+		}
+		if err := s.InsertLoginRecord(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	yes, no := true, false
+	cases := []struct {
+		name        string
+		f           accounts.RecordFilter
+		skip, limit int64
+		total       int64
+		ids         []string
+	}{
+		{"newest first", accounts.RecordFilter{}, 0, 3, 25, []string{"r24", "r23", "r22"}},
+		{"second page", accounts.RecordFilter{}, 3, 3, 25, []string{"r21", "r20", "r19"}},
+		{"last partial page", accounts.RecordFilter{}, 20, 10, 25, []string{"r04", "r03", "r02", "r01", "r00"}},
+		{"past the end", accounts.RecordFilter{}, 25, 10, 25, nil},
+		{"far past the end", accounts.RecordFilter{}, 1 << 62, 10, 25, nil},
+		{"by user", accounts.RecordFilter{UserID: "ada"}, 0, 3, 13, []string{"r24", "r22", "r20"}},
+		{"by email", accounts.RecordFilter{Email: "bob@example.com"}, 0, 2, 12, []string{"r23", "r21"}},
+		{"successes", accounts.RecordFilter{Success: &yes}, 0, 10, 5, []string{"r20", "r15", "r10", "r05", "r00"}},
+		{"failures of ada", accounts.RecordFilter{UserID: "ada", Success: &no}, 0, 2, 10, []string{"r24", "r22"}},
+		{"nothing matches", accounts.RecordFilter{Email: "eve@example.com"}, 0, 10, 0, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, total, err := s.LoginRecords(ctx, tc.f, tc.skip, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, r := range recs {
+				ids = append(ids, r.ID)
+			}
+			if total != tc.total || fmt.Sprint(ids) != fmt.Sprint(tc.ids) {
+				t.Fatalf("got %v (total %d), want %v (total %d)", ids, total, tc.ids, tc.total)
+			}
+		})
+	}
+	recs, _, _ := s.LoginRecords(ctx, accounts.RecordFilter{UserID: "ada"}, 0, 1)
+	if r := recs[0]; r.Email != "ada@example.com" || r.Method != "password" || r.IPHash != "ab" || r.UserAgent != "ua" ||
+		!r.CreatedAt.Equal(base.Add(24*time.Second)) || r.Reason != accounts.ReasonWrongPassword {
+		t.Fatalf("record round trip: %+v", r)
+	}
+}
+
+func TestRoleChangeRecord(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	now := ms(time.Now())
+	c := accounts.RoleChange{ID: "c1", ActorID: "a", TargetID: "t", FromRole: "user", ToRole: "moderator",
+		IPHash: "ab", UserAgent: "ua", CreatedAt: now}
+	if err := s.InsertRoleChange(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	var got roleChangeDoc
+	if err := s.roleChanges.FindOne(ctx, bson.D{{Key: "target_id", Value: "t"}}).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	got.CreatedAt = got.CreatedAt.UTC()
+	if accounts.RoleChange(got) != c {
+		t.Fatalf("role change = %+v, want %+v", got, c)
+	}
+}
+
+func TestSweeperDeletesExpiredSessions(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	now := ms(time.Now())
+	for hash, exp := range map[string]time.Time{"gone": now.Add(-time.Second), "kept": now.Add(time.Hour)} {
+		if err := s.InsertSession(ctx, accounts.Session{Hash: hash, UserID: "u", CreatedAt: now, ExpiresAt: exp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	sw := Sweeper{Store: s, Interval: 20 * time.Millisecond, Now: time.Now, Logger: slog.New(slog.DiscardHandler)}
+	go func() { sw.Run(runCtx); close(stopped) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := s.sessions.CountDocuments(ctx, byID("gone"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sweeper did not delete the expired session")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sweeper did not stop")
+	}
+	if n, _ := s.sessions.CountDocuments(ctx, byID("kept")); n != 1 {
+		t.Fatal("the sweeper deleted a live session")
+	}
+}

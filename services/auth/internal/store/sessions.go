@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
+)
+
+// sessionDoc is a stored session, keyed by the token's SHA-256; the token is never stored.
+type sessionDoc struct {
+	Hash      string    `bson:"_id"`
+	UserID    string    `bson:"user_id"`
+	CreatedAt time.Time `bson:"created_at"`
+	ExpiresAt time.Time `bson:"expires_at"`
+}
+
+// InsertSession stores a new session.
+func (s *Store) InsertSession(ctx context.Context, sess accounts.Session) error {
+	if _, err := s.sessions.InsertOne(ctx, sessionDoc(sess)); err != nil {
+		return fmt.Errorf("insert session: %w", err)
+	}
+	return nil
+}
+
+// SessionByHash returns the session with hash unless it has expired at now; an expired one
+// is never returned even before the sweeper removes it.
+func (s *Store) SessionByHash(ctx context.Context, hash string, now time.Time) (accounts.Session, error) {
+	filter := append(byID(hash), bson.E{Key: "expires_at", Value: bson.D{{Key: "$gt", Value: now}}})
+	var d sessionDoc
+	err := s.sessions.FindOne(ctx, filter).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return accounts.Session{}, accounts.ErrSessionNotFound
+	}
+	if err != nil {
+		return accounts.Session{}, fmt.Errorf("find session: %w", err)
+	}
+	return accounts.Session{Hash: d.Hash, UserID: d.UserID, CreatedAt: d.CreatedAt.UTC(), ExpiresAt: d.ExpiresAt.UTC()}, nil
+}
+
+// DeleteSession revokes a session; deleting a missing one is not an error.
+func (s *Store) DeleteSession(ctx context.Context, hash string) error {
+	if _, err := s.sessions.DeleteOne(ctx, byID(hash)); err != nil {
+		return fmt.Errorf("delete session: %w", err)
+	}
+	return nil
+}
+
+// DeleteExpiredSessions removes the sessions that expired at or before now.
+func (s *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error) {
+	res, err := s.sessions.DeleteMany(ctx, bson.D{{Key: "expires_at", Value: bson.D{{Key: "$lte", Value: now}}}})
+	if err != nil {
+		return 0, fmt.Errorf("delete expired sessions: %w", err)
+	}
+	return res.DeletedCount, nil
+}

@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
+)
+
+// userDoc is the stored shape of an account (the SPEC's User fields).
+type userDoc struct {
+	ID            string     `bson:"_id"`
+	Email         string     `bson:"email"`
+	FirstName     string     `bson:"first_name"`
+	LastName      string     `bson:"last_name"`
+	PasswordHash  string     `bson:"password_hash,omitempty"`
+	AuthProvider  string     `bson:"auth_provider"`
+	IDPUID        string     `bson:"idp_uid,omitempty"`
+	Role          string     `bson:"role"`
+	Status        string     `bson:"status"`
+	TimeoutUntil  *time.Time `bson:"timeout_until,omitempty"`
+	TimeoutReason *string    `bson:"timeout_reason,omitempty"`
+	BanReason     *string    `bson:"ban_reason,omitempty"`
+	QuotaLimit    int        `bson:"quota_limit"`
+	CreatedAt     time.Time  `bson:"created_at"`
+	UpdatedAt     time.Time  `bson:"updated_at"`
+	LastLoginAt   *time.Time `bson:"last_login_at,omitempty"`
+}
+
+// InsertUser stores u; accounts.ErrEmailTaken when the e-mail exists.
+func (s *Store) InsertUser(ctx context.Context, u accounts.User) error {
+	_, err := s.users.InsertOne(ctx, userDoc(u))
+	if mongo.IsDuplicateKeyError(err) {
+		return accounts.ErrEmailTaken
+	}
+	if err != nil {
+		return fmt.Errorf("insert user: %w", err)
+	}
+	return nil
+}
+
+// UserByID returns the account with id; accounts.ErrUserNotFound if none.
+func (s *Store) UserByID(ctx context.Context, id string) (accounts.User, error) {
+	return s.findUser(ctx, byID(id))
+}
+
+// UserByEmail returns the account with the (normalized) e-mail.
+func (s *Store) UserByEmail(ctx context.Context, email string) (accounts.User, error) {
+	return s.findUser(ctx, bson.D{{Key: "email", Value: email}})
+}
+
+// UserByIDPUID returns the account linked to the identity provider subject sub.
+func (s *Store) UserByIDPUID(ctx context.Context, sub string) (accounts.User, error) {
+	if sub == "" {
+		return accounts.User{}, accounts.ErrUserNotFound
+	}
+	return s.findUser(ctx, bson.D{{Key: "idp_uid", Value: sub}})
+}
+
+func (s *Store) findUser(ctx context.Context, filter bson.D) (accounts.User, error) {
+	var d userDoc
+	err := s.users.FindOne(ctx, filter).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return accounts.User{}, accounts.ErrUserNotFound
+	}
+	if err != nil {
+		return accounts.User{}, fmt.Errorf("find user: %w", err)
+	}
+	return fromUserDoc(d), nil
+}
+
+// LinkIDP sets idp_uid if the account has none yet.
+func (s *Store) LinkIDP(ctx context.Context, userID, sub string, now time.Time) (bool, error) {
+	filter := append(byID(userID), bson.E{Key: "idp_uid", Value: bson.D{{Key: "$exists", Value: false}}})
+	return s.update(ctx, "link identity", filter, bson.D{{Key: "idp_uid", Value: sub}, {Key: "updated_at", Value: now}})
+}
+
+// SetLastLogin stamps a successful login.
+func (s *Store) SetLastLogin(ctx context.Context, userID string, at time.Time) error {
+	_, err := s.update(ctx, "set last login", byID(userID), bson.D{{Key: "last_login_at", Value: at}})
+	return err
+}
+
+// SetPasswordHash replaces the password hash (a rehash at the current cost).
+func (s *Store) SetPasswordHash(ctx context.Context, userID, hash string, now time.Time) error {
+	_, err := s.update(ctx, "set password hash", byID(userID),
+		bson.D{{Key: "password_hash", Value: hash}, {Key: "updated_at", Value: now}})
+	return err
+}
+
+// SetRole changes the role only if it is still from: a compare-and-set, since FerretDB has
+// no transactions.
+func (s *Store) SetRole(ctx context.Context, userID, from, to string, now time.Time) (bool, error) {
+	filter := append(byID(userID), bson.E{Key: "role", Value: from})
+	return s.update(ctx, "set role", filter, bson.D{{Key: "role", Value: to}, {Key: "updated_at", Value: now}})
+}
+
+// CountRole counts the accounts with role.
+func (s *Store) CountRole(ctx context.Context, role string) (int64, error) {
+	n, err := s.users.CountDocuments(ctx, bson.D{{Key: "role", Value: role}})
+	if err != nil {
+		return 0, fmt.Errorf("count %s accounts: %w", role, err)
+	}
+	return n, nil
+}
+
+// update applies $set to the account matching filter and reports whether one matched.
+func (s *Store) update(ctx context.Context, op string, filter, set bson.D) (bool, error) {
+	res, err := s.users.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	return res.MatchedCount == 1, nil
+}
+
+func fromUserDoc(d userDoc) accounts.User {
+	u := accounts.User(d)
+	u.CreatedAt, u.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
+	return u
+}

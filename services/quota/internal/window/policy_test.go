@@ -1,0 +1,80 @@
+package window
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/quota"
+)
+
+func TestScopesHaveLoginRows(t *testing.T) {
+	table := Scopes(Sizes{AnonLimit: 10, AnonWindow: 24 * time.Hour, LoginFailures: 4, LoginWindow: 15 * time.Minute})
+	want := map[string]Policy{
+		quota.ScopeAnonymousCreate: {Limit: 10, Window: 24 * time.Hour, Anonymous: true},
+		quota.ScopeLoginEmail:      {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
+		quota.ScopeLoginIP:         {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
+	}
+	if len(table) != len(want) {
+		t.Fatalf("scope table has %d rows, want %d: %+v", len(table), len(want), table)
+	}
+	for scope, p := range want {
+		if got, ok := table[scope]; !ok || got != p {
+			t.Errorf("%s = %+v (present %v), want %+v", scope, got, ok, p)
+		}
+	}
+}
+
+// The login scopes count separately from each other and from anonymous creation, each with
+// the login limit and window.
+func TestLoginScopesCountOnTheirOwn(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	clock := newClock()
+	l := New(Options{Redis: rdb, Ledger: newLedger(), Now: clock.Now,
+		Scopes: Scopes(Sizes{AnonLimit: 5, AnonWindow: 24 * time.Hour, LoginFailures: 2, LoginWindow: 15 * time.Minute})})
+	ctx := context.Background()
+	reserve := func(scope, key string) Decision {
+		t.Helper()
+		d, err := l.Reserve(ctx, scope, key)
+		if err != nil {
+			t.Fatalf("reserve %s: %v", scope, err)
+		}
+		return d
+	}
+	for i := range 2 {
+		if d := reserve(quota.ScopeLoginEmail, "k"); !d.Allowed || d.Limit != 2 || d.Window != 15*time.Minute {
+			t.Fatalf("login_email unit %d = %+v", i+1, d)
+		}
+	}
+	denied := reserve(quota.ScopeLoginEmail, "k")
+	if denied.Allowed || denied.RetryAfter != 15*time.Minute {
+		t.Fatalf("third login_email unit = %+v; want denied for 15m", denied)
+	}
+	// The same key in the other scopes is untouched.
+	if d := reserve(quota.ScopeLoginIP, "k"); !d.Allowed || d.Used != 1 {
+		t.Fatalf("login_ip = %+v", d)
+	}
+	if d := reserve(quota.ScopeAnonymousCreate, "k"); !d.Allowed || d.Used != 1 || d.Limit != 5 {
+		t.Fatalf("anonymous_create = %+v", d)
+	}
+	// A released unit (a successful login) frees room again.
+	clock.Advance(time.Minute)
+	if err := l.Release(ctx, quota.ScopeLoginIP, "k", reserve(quota.ScopeLoginIP, "k").ID); err != nil {
+		t.Fatal(err)
+	}
+	if d := reserve(quota.ScopeLoginIP, "k"); !d.Allowed || d.Used != 2 {
+		t.Fatalf("login_ip after release = %+v; want allowed as the 2nd unit", d)
+	}
+	if d := reserve(quota.ScopeLoginIP, "k"); d.Allowed {
+		t.Fatalf("login_ip over the limit = %+v; want denied", d)
+	}
+	clock.Advance(15 * time.Minute)
+	if d := reserve(quota.ScopeLoginEmail, "k"); !d.Allowed {
+		t.Fatalf("login_email after the window = %+v; want allowed", d)
+	}
+}

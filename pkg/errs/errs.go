@@ -24,6 +24,7 @@ const (
 	KindConflict
 	KindGone
 	KindTooLarge
+	KindUnsupportedMedia
 	KindTooMany
 	KindUnavailable
 	KindNotImplemented
@@ -39,6 +40,7 @@ var kindStatus = map[Kind]int{
 	KindConflict:         http.StatusConflict,
 	KindGone:             http.StatusGone,
 	KindTooLarge:         http.StatusRequestEntityTooLarge,
+	KindUnsupportedMedia: http.StatusUnsupportedMediaType,
 	KindTooMany:          http.StatusTooManyRequests,
 	KindUnavailable:      http.StatusServiceUnavailable,
 	KindNotImplemented:   http.StatusNotImplemented,
@@ -98,9 +100,9 @@ func Unavailable(msg string, cause error) *Error {
 	return &Error{Kind: KindUnavailable, Message: msg, Err: cause}
 }
 
-// TooMany is a 429 carrying how long the caller should wait.
+// TooMany is a 429 carrying how long the caller should wait (at least a second).
 func TooMany(msg string, retryAfter time.Duration) *Error {
-	return &Error{Kind: KindTooMany, Message: msg, RetryAfter: retryAfter}
+	return &Error{Kind: KindTooMany, Message: msg, RetryAfter: max(retryAfter, time.Second)}
 }
 
 // As returns the *Error inside err, if any.

@@ -45,3 +45,9 @@ func TestResponse(t *testing.T) {
 		t.Error("KindGone is not 410")
 	}
 }
+
+func TestRetryAfterIsAtLeastOneSecond(t *testing.T) {
+	if _, _, retry := Response(TooMany("slow down", 10*time.Millisecond)); retry != 1 {
+		t.Fatalf("Retry-After %d, want 1", retry)
+	}
+}

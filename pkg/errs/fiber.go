@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -20,7 +21,7 @@ type Envelope struct {
 func Response(err error) (status int, message string, retryAfter int) {
 	if e, ok := As(err); ok {
 		if e.RetryAfter > 0 {
-			retryAfter = int(math.Ceil(e.RetryAfter.Seconds()))
+			retryAfter = max(1, int(math.Ceil(e.RetryAfter.Seconds())))
 		}
 		return e.Kind.Status(), e.Message, retryAfter
 	}
@@ -44,7 +45,11 @@ func fiberMessage(fe *fiber.Error) string {
 	if fe.Code >= 500 {
 		return "internal server error"
 	}
-	return fe.Message
+	// Fiber's and fasthttp's own texts may echo parser details; say what happened instead.
+	if text := http.StatusText(fe.Code); text != "" {
+		return strings.ToLower(text)
+	}
+	return "malformed request"
 }
 
 // Handler returns the Fiber error handler that writes the envelope; server errors are logged

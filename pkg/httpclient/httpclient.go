@@ -176,6 +176,10 @@ func decodeFailure(service string, resp *http.Response, data []byte) error {
 		return &errs.Error{Kind: errs.KindInternal, Message: "internal server error",
 			Err: fmt.Errorf("%s answered %d without an error envelope", service, resp.StatusCode)}
 	}
+	if resp.StatusCode == http.StatusUnauthorized && identity.IsTokenRejection(env.Error) {
+		return &errs.Error{Kind: errs.KindInternal, Message: "internal server error",
+			Err: fmt.Errorf("%s refused our internal token: %s", service, env.Error)}
+	}
 	e := &errs.Error{Kind: errs.KindFromStatus(resp.StatusCode), Message: env.Error}
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 		e.RetryAfter = time.Duration(s) * time.Second

@@ -96,3 +96,24 @@ func TestUnreachablePeerIs503(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A peer refusing our internal token is a deployment fault: it must not reach the public as
+// a 401 with the peer's wording.
+func TestTokenRejectionIsInternal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		if r.URL.Path == "/token" {
+			_, _ = w.Write([]byte(`{"error":"` + identity.MsgTokenInvalid + `"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"error":"invalid email or password"}`))
+	}))
+	defer srv.Close()
+	c := newClient(srv.URL)
+	if e, ok := errs.As(c.Do(context.Background(), Request{Method: "GET", Path: "/token"}, nil)); !ok || e.Kind != errs.KindInternal || e.Message != "internal server error" {
+		t.Fatalf("token refusal: %+v", e)
+	}
+	if e, ok := errs.As(c.Do(context.Background(), Request{Method: "GET", Path: "/login"}, nil)); !ok || e.Kind != errs.KindUnauthenticated || e.Message != "invalid email or password" {
+		t.Fatalf("business 401: %+v", e)
+	}
+}

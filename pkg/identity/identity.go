@@ -37,6 +37,8 @@ type Caller struct {
 // MaxUserAgent bounds the User-Agent carried in tokens and kept in audit records.
 const MaxUserAgent = 512
 
+var validRoles = map[string]bool{RoleAnonymous: true, "user": true, "moderator": true, "super_admin": true}
+
 // Anonymous is the caller without a session.
 var Anonymous = Caller{Role: RoleAnonymous}
 
@@ -105,8 +107,12 @@ func (k *Keys) Verify(token string) (Caller, error) {
 	if err != nil {
 		return Caller{}, fmt.Errorf("verify internal token: %w", err)
 	}
-	if cl.Role == "" || (cl.Subject == "") != (cl.Role == RoleAnonymous) {
+	if !validRoles[cl.Role] || (cl.Subject == "") != (cl.Role == RoleAnonymous) {
 		return Caller{}, errors.New("verify internal token: inconsistent subject and role")
+	}
+	// Whoever signs must not mint long-lived tokens: the lifetime is ours to bound.
+	if cl.IssuedAt == nil || cl.ExpiresAt.Sub(cl.IssuedAt.Time) > TTL {
+		return Caller{}, errors.New("verify internal token: lifetime exceeds the limit")
 	}
 	return Caller{UserID: cl.Subject, Role: cl.Role, Status: cl.Status, IPHash: cl.IPHash, UserAgent: cl.UserAgent}, nil
 }

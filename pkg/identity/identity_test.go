@@ -50,7 +50,15 @@ func TestRejects(t *testing.T) {
 		"iss": issuer, "aud": audience, "exp": time.Now().Add(time.Minute).Unix()})
 	anonWithSubjectTok, _ := anonWithSubject.SignedString([]byte(secret))
 
+	longLived := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"role": "user", "sub": "u1",
+		"iss": issuer, "aud": audience, "iat": time.Now().Unix(), "exp": time.Now().Add(24 * time.Hour).Unix()})
+	longLivedTok, _ := longLived.SignedString([]byte(secret))
+	unknownRole := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"role": "root", "sub": "u1",
+		"iss": issuer, "aud": audience, "iat": time.Now().Unix(), "exp": time.Now().Add(time.Minute).Unix()})
+	unknownRoleTok, _ := unknownRole.SignedString([]byte(secret))
+
 	cases := map[string]string{
+		"long-lived": longLivedTok, "unknown role": unknownRoleTok,
 		"other secret": forged, "expired": expired, "alg none": noneTok, "wrong audience": wrongAudTok,
 		"no expiry": noExpTok, "garbage": "a.b.c", "tampered": good[:len(good)-2] + "xx",
 		"inconsistent": anonWithSubjectTok,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -14,8 +15,15 @@ import (
 
 // DecodeJSON decodes the request body into v. Unknown fields are ignored; an empty body, a
 // body that is not one JSON value, or a field of the wrong type is a 400 naming the problem.
+//
+// It reads the raw body: Fiber's Body() would inflate a Content-Encoding without any bound,
+// turning a few kilobytes of gzip into gigabytes past the 64 KiB limit. Compressed request
+// bodies are refused instead.
 func DecodeJSON(c *fiber.Ctx, v any) error {
-	return decodeBody(c.Body(), v)
+	if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
+		return errs.E(errs.KindUnsupportedMedia, "Content-Encoding %s is not supported", strings.ToLower(enc))
+	}
+	return decodeBody(c.Request().Body(), v)
 }
 
 func decodeBody(body []byte, v any) error {

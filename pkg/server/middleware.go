@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gofiber/fiber/v2"
-	"go.opentelemetry.io/otel/trace"
+	"github.com/valyala/fasthttp"
 )
 
 // HeaderRequestID carries the request id in both directions.
@@ -61,11 +61,30 @@ func (g *requestIDs) append(b []byte) []byte {
 	return strconv.AppendUint(append(b, g.prefix...), g.n.Add(1), 36)
 }
 
-// traceparentHeader returns the server span's W3C traceparent so clients can find the trace.
-func traceparentHeader(c *fiber.Ctx) error {
-	sc := trace.SpanContextFromContext(c.UserContext())
-	if sc.IsValid() {
-		c.Set("traceparent", "00-"+sc.TraceID().String()+"-"+sc.SpanID().String()+"-"+sc.TraceFlags().String())
+// withRequestID makes sure failures raised before the middleware ran (413, 431) still carry
+// a request id.
+func withRequestID(h fiber.ErrorHandler) fiber.ErrorHandler {
+	ids := newRequestIDs()
+	return func(c *fiber.Ctx, err error) error {
+		if len(c.Response().Header.Peek(HeaderRequestID)) == 0 {
+			var buf [48]byte
+			c.Response().Header.SetBytesV(HeaderRequestID, ids.append(buf[:0]))
+		}
+		return h(c, err)
 	}
-	return c.Next()
+}
+
+// knownMethodsOnly answers methods outside HTTP's standard set with the 405 envelope.
+func knownMethodsOnly(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		switch string(ctx.Method()) {
+		case fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut, fiber.MethodDelete,
+			fiber.MethodPatch, fiber.MethodOptions, fiber.MethodConnect, fiber.MethodTrace:
+			next(ctx)
+			return
+		}
+		ctx.SetStatusCode(fiber.StatusMethodNotAllowed)
+		ctx.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
+		ctx.SetBodyString(`{"error":"method not allowed"}`)
+	}
 }

@@ -15,11 +15,11 @@ import (
 	"github.com/gofiber/contrib/otelfiber/v2"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/linkmesh/linkmesh/pkg/errs"
-	"github.com/linkmesh/linkmesh/pkg/telemetry"
 )
 
 // BodyLimit is the largest request body accepted; larger ones get 413.
@@ -51,7 +51,7 @@ func New(opts Options) *Server {
 	s.app = fiber.New(fiber.Config{
 		AppName:               opts.Name,
 		DisableStartupMessage: true,
-		ErrorHandler:          errs.Handler(opts.Logger),
+		ErrorHandler:          withRequestID(errs.Handler(opts.Logger)),
 		BodyLimit:             BodyLimit,
 		ReadBufferSize:        16 * 1024,
 		ReadTimeout:           15 * time.Second,
@@ -63,15 +63,16 @@ func New(opts Options) *Server {
 	s.app.Get("/healthz", func(c *fiber.Ctx) error { return ok(c) })
 	s.app.Get("/readyz", s.readyz)
 	// With tracing off the middleware would still build span attributes on every request;
-	// the redirect path can't afford that, so it is left out entirely.
+	// the redirect path can't afford that, so it is left out entirely. It answers the server
+	// span's traceparent; only W3C trace context crosses this edge, so a client's baggage
+	// is neither trusted inward nor echoed back.
 	if tp := opts.TracerProvider; tp != nil && !isNoop(tp) {
 		s.app.Use(otelfiber.Middleware(
 			otelfiber.WithTracerProvider(tp),
-			otelfiber.WithPropagators(telemetry.Propagator()),
+			otelfiber.WithPropagators(propagation.TraceContext{}),
 			otelfiber.WithoutMetrics(true),
 			otelfiber.WithSpanNameFormatter(func(c *fiber.Ctx) string { return c.Method() + " " + c.Route().Path }),
 		))
-		s.app.Use(traceparentHeader)
 	}
 	return s
 }
@@ -118,6 +119,9 @@ func (s *Server) Run(ctx context.Context, addr string, drain time.Duration) erro
 
 // Serve is Run on an existing listener.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	// Fiber answers methods it does not know with a plain-text 400 before any handler runs.
+	srv := s.app.Server()
+	srv.Handler = knownMethodsOnly(srv.Handler)
 	errc := make(chan error, 1)
 	go func() { errc <- s.app.Listener(ln) }()
 	s.log.Info("listening", "addr", ln.Addr().String())

@@ -187,3 +187,51 @@ func TestTracingAddsTraceparent(t *testing.T) {
 		t.Fatalf("traceparent %q, spans %d", tp, len(spans))
 	}
 }
+
+// Compressed bodies are refused rather than inflated without bound; unknown methods and
+// failures raised before the middleware still answer the envelope with a request id.
+func TestEdgeFailures(t *testing.T) {
+	s := newTestServer(nil)
+	s.App().Post("/json", func(c *fiber.Ctx) error {
+		var v map[string]any
+		if err := DecodeJSON(c, &v); err != nil {
+			return err
+		}
+		return c.JSON(v)
+	})
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Serve(ctx, ln, 0) }()
+	defer func() { cancel(); <-done }()
+	base := "http://" + ln.Addr().String()
+
+	send := func(method, path, encoding, body string) (*http.Response, string) {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		if encoding != "" {
+			req.Header.Set("Content-Encoding", encoding)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	resp, body := send("POST", "/json", "gzip", "\x1f\x8b\x08\x00")
+	if resp.StatusCode != 415 || envelope(t, body) != "Content-Encoding gzip is not supported" {
+		t.Fatalf("gzip body: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := send("POST", "/json", "", `{"a":1}`); resp.StatusCode != 200 || body != `{"a":1}` {
+		t.Fatalf("plain body: %d %s", resp.StatusCode, body)
+	}
+	resp, body = send("PROPFIND", "/json", "", "")
+	if resp.StatusCode != 405 || envelope(t, body) != "method not allowed" {
+		t.Fatalf("unknown method: %d %s", resp.StatusCode, body)
+	}
+	resp, _ = send("POST", "/json", "", strings.Repeat("a", BodyLimit+1))
+	if resp.StatusCode != 413 || resp.Header.Get("X-Request-Id") == "" {
+		t.Fatalf("413 without request id: %d %v", resp.StatusCode, resp.Header)
+	}
+}

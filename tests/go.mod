@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/FerretDB/FerretDB v1.24.2
 	github.com/gofiber/fiber/v2 v2.52.15
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/jackc/pgx/v5 v5.7.5
 	github.com/linkmesh/linkmesh/pkg v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0

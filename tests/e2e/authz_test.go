@@ -90,8 +90,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 				t.Errorf("%s → %s %s: %d, want %d (%s)", c.name, rt.method, rt.path, r.status, want, r.body)
 				continue
 			}
-			if msg, _ := r.object(t)["error"].(string); want >= 400 && msg == "" {
-				t.Errorf("%s → %s %s: no error envelope: %s", c.name, rt.method, rt.path, r.body)
+			if m := r.object(t); want >= 400 {
+				if msg, _ := m["error"].(string); msg == "" || len(m) != 1 {
+					t.Errorf("%s → %s %s: not the error envelope: %s", c.name, rt.method, rt.path, r.body)
+				}
 			}
 		}
 		// me works for every signed-in account, restricted ones included.

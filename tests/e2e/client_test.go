@@ -100,7 +100,7 @@ var ipCounter = 1
 
 func newClientIP() string {
 	ipCounter++
-	return "198.51.100." + itoa(ipCounter)
+	return "198.18." + itoa(ipCounter/250) + "." + itoa(ipCounter%250+1)
 }
 
 func itoa(n int) string {

@@ -54,6 +54,9 @@ func TestShortenRedirectInfo(t *testing.T) {
 	if info["status"] != "ACTIVE" || info["expired"] != false || info["auto_renew"] != false {
 		t.Fatalf("info %s", r.body)
 	}
+	if !mustTime(t, info["created_at"]).Equal(created) || !mustTime(t, info["expires_at"]).Equal(expires) {
+		t.Fatalf("info timestamps differ from creation: %s", r.body)
+	}
 
 	do(t, "GET", "/api/links/nope123/info", "", "").wantError(t, 404, "short link not found")
 	do(t, "GET", "/nope123", "", "").wantError(t, 404, "short link not found")

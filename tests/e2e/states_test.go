@@ -25,6 +25,9 @@ func setLink(t *testing.T, code string, set bson.D) {
 		t.Fatalf("update %s: %v %+v", code, err, res)
 	}
 	rdb := redisClient(t)
+	if err := rdb.Incr(ctx, "linkmesh:link:version:"+code).Err(); err != nil {
+		t.Fatal(err)
+	}
 	if err := rdb.Del(ctx, "linkmesh:link:resolved:"+code).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,11 @@ func TestBodyLimit(t *testing.T) {
 	do(t, "POST", "/api/links/shorten", body, newClientIP()).wantError(t, 413, "request body exceeds 64 KiB")
 }
 
+func TestCompressedBodiesRefused(t *testing.T) {
+	r := doWith(t, "POST", "/api/links/shorten", "\x1f\x8b\x08\x00", map[string]string{"Content-Encoding": "gzip"})
+	r.wantError(t, 415, "Content-Encoding gzip is not supported")
+}
+
 func TestRoutingErrors(t *testing.T) {
 	do(t, "GET", "/api/nothing/here", "", "").wantError(t, 404, "route not found")
 	do(t, "GET", "/a/b", "", "").wantError(t, 404, "route not found")

@@ -126,7 +126,7 @@ func TestInternalTokenRequired(t *testing.T) {
 		resp, body := s.call(t, t.Context(), r[0], r[1], `{}`)
 		wantFailure(t, resp, body, 401, "internal token required")
 		resp, body = s.call(t, forged, r[0], r[1], `{}`)
-		wantFailure(t, resp, body, 401, "invalid internal token")
+		wantFailure(t, resp, body, 401, "internal token invalid")
 	}
 	for _, p := range []string{"/healthz", "/readyz"} {
 		resp, _ := s.call(t, t.Context(), "GET", p, "")

@@ -31,7 +31,7 @@ func newQuotaServer(t *testing.T, keys *identity.Keys, limit int) *quotaServer {
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if _, err := keys.Verify(tok); err != nil {
 			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(`{"error":"invalid internal token"}`))
+			_, _ = w.Write([]byte(`{"error":"internal token invalid"}`))
 			return
 		}
 		switch r.URL.Path {

@@ -60,16 +60,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, tp trace.Trac
 	gate := session.NewGate(authClient, keys, clientip.NewResolver(cfg.Proxies),
 		clientip.NewKeyer(cfg.IdentitySecret.Reveal()), cfg.CookieSecure)
 	gwhttp.Register(srv.App(), gwhttp.Deps{
-		Links:          links,
-		Quota:          quota.New(peer("quota", cfg.QuotaURL)),
-		Auth:           authClient,
-		Gate:           gate,
-		BaseURL:        cfg.BaseURL,
-		AllowedOrigins: cfg.AllowedOrigins,
-		Captcha:        captcha.New(cfg.CaptchaVerifyURL, cfg.CaptchaSecret.Reveal(), otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(tp))),
-		Redirect:       redirect.NewHandler(cache),
-		Health:         map[string]gwhttp.Probe{"auth": authHTTP.Ready, "link": linkHTTP.Ready},
-		Logger:         log,
+		Links:    links,
+		Quota:    quota.New(peer("quota", cfg.QuotaURL)),
+		Auth:     authClient,
+		Gate:     gate,
+		BaseURL:  cfg.BaseURL,
+		Captcha:  captcha.New(cfg.CaptchaVerifyURL, cfg.CaptchaSecret.Reveal(), otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(tp))),
+		Redirect: redirect.NewHandler(cache),
+		Health:   map[string]gwhttp.Probe{"auth": authHTTP.Ready, "link": linkHTTP.Ready},
+		Logger:   log,
 	})
 	return &App{Server: srv, Cache: cache, close: func() { cancelSub(); _ = rdb.Close() }}, nil
 }

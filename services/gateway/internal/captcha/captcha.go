@@ -35,15 +35,16 @@ func New(verifyURL, secret string, transport http.RoundTripper) *Verifier {
 	return &Verifier{verifyURL: verifyURL, secret: secret, hc: &http.Client{Transport: transport, Timeout: 5 * time.Second}}
 }
 
-// Verify returns nil if token is accepted. remoteIP is passed on as the providers recommend.
-func (v *Verifier) Verify(ctx context.Context, token *string, remoteIP string) error {
+// Verify returns nil if token is accepted. The client's IP is not sent: it is optional for
+// every provider, and no raw IP leaves the gateway.
+func (v *Verifier) Verify(ctx context.Context, token *string) error {
 	if v == nil {
 		return nil
 	}
 	if token == nil || *token == "" || len(*token) > maxToken {
 		return ErrFailed
 	}
-	form := url.Values{"secret": {v.secret}, "response": {*token}, "remoteip": {remoteIP}}
+	form := url.Values{"secret": {v.secret}, "response": {*token}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, v.verifyURL, strings.NewReader(form.Encode()))
 	if err != nil {
 		return ErrFailed

@@ -27,9 +27,6 @@ type Config struct {
 
 	// CookieSecure adds Secure to the session cookie (HTTPS deployments).
 	CookieSecure bool `env:"LINKMESH_COOKIE_SECURE" envDefault:"false"`
-	// AllowedOrigins are browser origins besides BaseURL's that may send cookie-carrying
-	// writes (a separately hosted web front-end).
-	AllowedOrigins []string `env:"LINKMESH_ALLOWED_ORIGINS" envSeparator:","`
 
 	// Proxies is TrustedProxies parsed.
 	Proxies []netip.Prefix `env:"-"`

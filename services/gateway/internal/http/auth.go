@@ -78,7 +78,7 @@ func (h *handlers) startSession(c *fiber.Ctx, status int, s auth.Session) error 
 // logout revokes the session server-side, so the old cookie is dead even if a client keeps
 // it, and clears the cookie. It is idempotent: without a session it just clears.
 func (h *handlers) logout(c *fiber.Ctx) error {
-	if token := c.Cookies(session.CookieName); token != "" {
+	if token := c.Cookies(session.CookieName); session.PlausibleToken(token) {
 		ctx, err := h.anonymous(c)
 		if err != nil {
 			return err

@@ -56,6 +56,9 @@ func (h *handlers) registerProtected(api fiber.Router) {
 			handle = notBuilt
 		}
 		api.Add(r.method, r.path, h.Gate.Require(r.role, false), handle)
+		if r.method == fiber.MethodGet {
+			api.Add(fiber.MethodHead, r.path, h.Gate.Require(r.role, false), handle)
+		}
 	}
 }
 

@@ -5,6 +5,9 @@ package http
 import (
 	"context"
 	"log/slog"
+	"sort"
+	"sync"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -28,10 +31,10 @@ type Deps struct {
 	Auth    *auth.Client
 	Gate    *session.Gate
 	Captcha *captcha.Verifier
-	// BaseURL and AllowedOrigins decide which origins may send cookie-carrying writes.
-	BaseURL        string
-	AllowedOrigins []string
-	Redirect       *redirect.Handler
+	// BaseURL is our own origin: the only one that may send browser writes that carry a
+	// session or start one.
+	BaseURL  string
+	Redirect *redirect.Handler
 	// Health lists the services /api/health needs, by name.
 	Health map[string]Probe
 	Logger *slog.Logger
@@ -40,7 +43,7 @@ type Deps struct {
 // Register mounts every public route on app.
 func Register(app *fiber.App, d Deps) {
 	h := &handlers{Deps: d}
-	api := app.Group("/api", session.SameSite(d.BaseURL, d.AllowedOrigins))
+	api := app.Group("/api", session.SameSite(d.BaseURL))
 	api.Get("/health", h.health)
 	api.Post("/links/shorten", d.Gate.Optional(), h.shorten)
 	api.Get("/links/:code/info", h.info)
@@ -58,6 +61,9 @@ func (h *handlers) anonymous(c *fiber.Ctx) (context.Context, error) {
 }
 
 func (h *handlers) info(c *fiber.Ctx) error {
+	if !link.PlausibleCode(c.Params("code")) {
+		return errs.NotFound("short link not found")
+	}
 	ctx, err := h.anonymous(c)
 	if err != nil {
 		return err
@@ -69,10 +75,24 @@ func (h *handlers) info(c *fiber.Ctx) error {
 	return c.JSON(info, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
+// health asks every service it depends on at once, within one bounded wait.
 func (h *handlers) health(c *fiber.Ctx) error {
-	for name, probe := range h.Health {
-		if err := probe(c.UserContext()); err != nil {
-			return errs.Unavailable(name+" service unavailable", err)
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	names := make([]string, 0, len(h.Health))
+	for name := range h.Health {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	failures := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { failures[i] = h.Health[name](ctx) })
+	}
+	wg.Wait()
+	for i, err := range failures {
+		if err != nil {
+			return errs.Unavailable(names[i]+" service unavailable", err)
 		}
 	}
 	return c.JSON(fiber.Map{"status": "ok"}, fiber.MIMEApplicationJSONCharsetUTF8)

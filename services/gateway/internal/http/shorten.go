@@ -30,11 +30,10 @@ func (h *handlers) shorten(c *fiber.Ctx) error {
 		}
 		return c.Status(fiber.StatusCreated).JSON(created, fiber.MIMEApplicationJSONCharsetUTF8)
 	}
-	addr := h.Gate.ClientAddr(c)
-	if err := h.Captcha.Verify(ctx, req.CaptchaToken, addr.String()); err != nil {
+	if err := h.Captcha.Verify(ctx, req.CaptchaToken); err != nil {
 		return err
 	}
-	key := h.Gate.KeyFor(addr)
+	key := h.Gate.IdentityKey(c)
 	res, err := h.Quota.Reserve(ctx, quota.ReserveRequest{Scope: quota.ScopeAnonymousCreate, Key: key})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -56,6 +57,9 @@ type Cache struct {
 	entries  *lru.Cache[string, Entry]
 	resolver Resolver
 	fills    singleflight.Group
+	// gen counts invalidations; a fill that started before one must not store its answer,
+	// which may predate the change.
+	gen atomic.Uint64
 }
 
 // NewCache returns a cache of at most size entries.
@@ -78,19 +82,21 @@ func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (Entry, 
 	// The fill serves every waiter, so the first caller going away must not cancel it.
 	fillCtx := context.WithoutCancel(ctx)
 	v, err, _ := c.fills.Do(code, func() (any, error) {
+		gen := c.gen.Load()
 		r, err := c.resolver.Resolve(fillCtx, code)
+		var e Entry
 		switch {
 		case err == nil:
-			e := Entry{Found: true, Resolved: r, fetched: now}
-			c.entries.Add(code, e)
-			return e, nil
+			e = Entry{Found: true, Resolved: r, fetched: now}
 		case errs.IsKind(err, errs.KindNotFound):
-			e := Entry{fetched: now}
-			c.entries.Add(code, e)
-			return e, nil
+			e = Entry{fetched: now}
 		default:
 			return Entry{}, err
 		}
+		if c.gen.Load() == gen {
+			c.entries.Add(code, e)
+		}
+		return e, nil
 	})
 	if err != nil {
 		return Entry{}, err
@@ -98,8 +104,13 @@ func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (Entry, 
 	return v.(Entry), nil
 }
 
-// Forget drops code, so the next visit asks the link service again.
-func (c *Cache) Forget(code string) { c.entries.Remove(code) }
+// Forget drops code, so the next visit asks the link service again: it also keeps fills in
+// flight from storing, and new visits from joining them.
+func (c *Cache) Forget(code string) {
+	c.gen.Add(1)
+	c.fills.Forget(code)
+	c.entries.Remove(code)
+}
 
 // Len is the number of cached entries.
 func (c *Cache) Len() int { return c.entries.Len() }

@@ -133,6 +133,26 @@ func TestCacheServesHitsAndNegativeEntries(t *testing.T) {
 	}
 }
 
+// A fill that was in flight when the link changed must not put the old answer back.
+func TestInvalidationDuringFill(t *testing.T) {
+	res := &fakeResolver{delay: 100 * time.Millisecond, links: map[string]link.Resolved{"chg": {DestinationURL: "https://old.example", ExpiresAt: now.Add(time.Hour)}}}
+	c := NewCache(10, res)
+	done := make(chan Entry)
+	go func() { e, _ := c.Lookup(context.Background(), "chg", now); done <- e }()
+	time.Sleep(30 * time.Millisecond) // the fill has read the old state
+	res.mu.Lock()
+	res.links["chg"] = link.Resolved{DestinationURL: "https://new.example", ExpiresAt: now.Add(time.Hour)}
+	res.mu.Unlock()
+	c.Forget("chg")
+	if e, _ := c.Lookup(context.Background(), "chg", now); e.DestinationURL != "https://new.example" {
+		t.Fatalf("a visit after the change joined the stale fill: %q", e.DestinationURL)
+	}
+	<-done
+	if e, _ := c.Lookup(context.Background(), "chg", now); e.DestinationURL != "https://new.example" {
+		t.Fatalf("the stale fill stored its answer: %q", e.DestinationURL)
+	}
+}
+
 func TestFailuresAreNotCached(t *testing.T) {
 	res := &fakeResolver{fail: errs.Unavailable("link service unavailable", nil)}
 	c := NewCache(10, res)

@@ -9,39 +9,48 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/errs"
 )
 
-// SameSite refuses cookie-carrying unsafe requests that a browser says came from another
-// site (Sec-Fetch-Site: cross-site) or from an origin other than ours. Clients that send
-// neither header (curl, servers) pass: they cannot be driven by a victim's browser.
-func SameSite(baseURL string, allowed []string) fiber.Handler {
-	origins := map[string]bool{origin(baseURL): true}
-	for _, a := range allowed {
-		if o := origin(strings.TrimSpace(a)); o != "" {
-			origins[o] = true
-		}
-	}
+// SameSite refuses unsafe browser requests from another site when they carry a session
+// cookie or would start a session (/api/auth/*: a forged login would sign the victim in as
+// the attacker). "Another site" is what the browser says: Sec-Fetch-Site: cross-site, or an
+// Origin other than ours. Clients that send neither header (curl, servers) pass: no victim's
+// browser can be driven to omit them.
+func SameSite(baseURL string) fiber.Handler {
+	own := origin(baseURL)
 	return func(c *fiber.Ctx) error {
 		switch c.Method() {
 		case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
 			return c.Next()
 		}
-		if c.Cookies(CookieName) == "" {
+		if c.Cookies(CookieName) == "" && !strings.HasPrefix(c.Path(), "/api/auth/") {
 			return c.Next()
 		}
 		if c.Get("Sec-Fetch-Site") == "cross-site" {
 			return errs.Forbidden("cross-site request refused")
 		}
-		if o := c.Get(fiber.HeaderOrigin); o != "" && !origins[strings.ToLower(o)] {
+		if o := c.Get(fiber.HeaderOrigin); o != "" && origin(o) != own {
 			return errs.Forbidden("cross-site request refused")
 		}
 		return c.Next()
 	}
 }
 
-// origin returns scheme://host[:port] of u, lower-cased, or "".
+// origin returns scheme://host[:port] of u, lower-cased, without a default port, or "" (so
+// "null" and garbage never match).
 func origin(u string) string {
-	p, err := url.Parse(u)
+	p, err := url.Parse(strings.TrimSpace(u))
 	if err != nil || p.Scheme == "" || p.Host == "" {
 		return ""
 	}
-	return strings.ToLower(p.Scheme + "://" + p.Host)
+	scheme, host := strings.ToLower(p.Scheme), strings.ToLower(p.Hostname())
+	port := p.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host
 }

@@ -26,6 +26,10 @@ const maxToken = 256
 
 const localsUser = "linkmesh.user"
 
+// PlausibleToken reports whether a cookie value could be a session token at all; others are
+// refused without asking the auth service.
+func PlausibleToken(token string) bool { return token != "" && len(token) <= maxToken }
+
 // Validator checks a session token; *auth.Client satisfies it.
 type Validator interface {
 	Validate(ctx context.Context, token string) (auth.User, error)
@@ -45,10 +49,16 @@ func NewGate(v Validator, keys *identity.Keys, ips *clientip.Resolver, keyer *cl
 	return &Gate{auth: v, keys: keys, ips: ips, keyer: keyer, secure: secure}
 }
 
-// ClientAddr is the caller's address per the trusted-proxy rules.
+// ClientAddr is the caller's address per the trusted-proxy rules. Every X-Forwarded-For
+// line counts: a proxy that adds its own line must not leave the client's line in charge.
 func (g *Gate) ClientAddr(c *fiber.Ctx) netip.Addr {
 	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
-	return g.ips.ClientIP(peer, c.Get(fiber.HeaderXForwardedFor))
+	lines := c.Request().Header.PeekAll(fiber.HeaderXForwardedFor)
+	xff := make([]string, len(lines))
+	for i, l := range lines {
+		xff[i] = string(l)
+	}
+	return g.ips.ClientIP(peer, strings.Join(xff, ","))
 }
 
 // IdentityKey is the HMAC of the caller's address: what quotas and audit records keep.
@@ -97,7 +107,7 @@ func (g *Gate) Optional() fiber.Handler {
 }
 
 func (g *Gate) admit(c *fiber.Ctx, token, minRole string, allowRestricted bool) error {
-	if len(token) > maxToken {
+	if !PlausibleToken(token) {
 		return errs.E(errs.KindUnauthenticated, "session expired or invalid")
 	}
 	ctx, err := g.As(c, identity.Anonymous)

@@ -46,7 +46,7 @@ func newApp(t *testing.T, secure bool) (*fiber.App, *identity.Keys) {
 	g := NewGate(users, keys, clientip.NewResolver(nil), clientip.NewKeyer(secret), secure)
 	s := server.New(server.Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: noop.NewTracerProvider()})
 	app := s.App()
-	app.Use(SameSite("https://lnk.example", []string{"https://app.lnk.example"}))
+	app.Use(SameSite("https://lnk.example:443"))
 	echo := func(c *fiber.Ctx) error {
 		caller, err := keys.Verify(identity.TokenFromContext(c.UserContext()))
 		if err != nil {
@@ -59,6 +59,7 @@ func newApp(t *testing.T, secure bool) (*fiber.App, *identity.Keys) {
 	app.Get("/super", g.Require(auth.RoleSuperAdmin, false), echo)
 	app.Get("/me", g.Require(auth.RoleUser, true), echo)
 	app.Post("/write", g.Optional(), echo)
+	app.Post("/api/auth/login", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	app.Post("/login", func(c *fiber.Ctx) error { g.SetCookie(c, "tok", time.Now().Add(time.Hour)); return nil })
 	app.Post("/logout", func(c *fiber.Ctx) error { g.ClearCookie(c); return nil })
 	return app, keys
@@ -112,7 +113,8 @@ func TestOptionalAndSameSite(t *testing.T) {
 		{"foreign origin with cookie", "user", "https://evil.example", "", 403, ""},
 		{"null origin with cookie", "user", "null", "", 403, ""},
 		{"own origin", "user", "https://lnk.example", "same-origin", 200, "u1|user|"},
-		{"allowed front-end origin", "user", "https://APP.lnk.example", "same-site", 200, "u1|user|"},
+		{"own origin, other spelling", "user", "HTTPS://LNK.example:443", "same-origin", 200, "u1|user|"},
+		{"sibling origin", "user", "https://app.lnk.example", "same-site", 403, ""},
 		{"cross-site without cookie is anonymous and fine", "", "https://evil.example", "cross-site", 200, "|anonymous|"},
 	}
 	for _, tc := range cases {
@@ -131,6 +133,24 @@ func TestOptionalAndSameSite(t *testing.T) {
 		if resp.StatusCode != tc.want || (tc.body != "" && !strings.HasPrefix(string(body), tc.body)) {
 			t.Errorf("%s: %d %q", tc.name, resp.StatusCode, body)
 		}
+	}
+}
+
+// A login form posted from another site must not sign the victim in, cookie or not.
+func TestLoginFromAnotherSiteRefused(t *testing.T) {
+	app, _ := newApp(t, false)
+	for _, h := range []map[string]string{{"Origin": "https://evil.example"}, {"Sec-Fetch-Site": "cross-site"}} {
+		req := httptest.NewRequest("POST", "/api/auth/login", strings.NewReader("{}"))
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		if resp, _ := app.Test(req, -1); resp.StatusCode != 403 {
+			t.Errorf("%v: %d", h, resp.StatusCode)
+		}
+	}
+	req := httptest.NewRequest("POST", "/api/auth/login", strings.NewReader("{}"))
+	if resp, _ := app.Test(req, -1); resp.StatusCode != 200 {
+		t.Errorf("non-browser login: %d", resp.StatusCode)
 	}
 }
 

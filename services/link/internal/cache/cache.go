@@ -17,10 +17,21 @@ import (
 // may be created at any moment (creation also invalidates it).
 const negativeTTL = 5 * time.Second
 
-const keyPrefix = "linkmesh:link:resolved:"
+const (
+	keyPrefix     = "linkmesh:link:resolved:"
+	versionPrefix = "linkmesh:link:version:"
+)
 
 // absent marks a cached "no such link".
 const absent = "-"
+
+// putIfUnchanged stores a view only if no invalidation happened since its version was read,
+// so a reader that saw the store before a change cannot cache the old view after it.
+var putIfUnchanged = redis.NewScript(`
+if (redis.call('GET', KEYS[2]) or '') == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+end
+return 0`)
 
 // Redis is the link service's Redis cache.
 type Redis struct {
@@ -31,27 +42,30 @@ type Redis struct {
 // New returns a cache over rdb.
 func New(rdb *redis.Client, log *slog.Logger) *Redis { return &Redis{rdb: rdb, log: log} }
 
-// Get returns the cached view of code; cached is false on a miss or a Redis failure, so the
-// caller falls back to the database.
-func (c *Redis) Get(ctx context.Context, code string) (r link.Resolved, found, cached bool) {
-	v, err := c.rdb.Get(ctx, keyPrefix+code).Result()
+// Get returns the cached view of code and its version, in one round trip; cached is false on
+// a miss or a Redis failure, so the caller falls back to the database.
+func (c *Redis) Get(ctx context.Context, code string) (r link.Resolved, found, cached bool, version string) {
+	vals, err := c.rdb.MGet(ctx, keyPrefix+code, versionPrefix+code).Result()
 	if err != nil {
-		if err != redis.Nil {
-			c.log.WarnContext(ctx, "link cache read failed", "err", err)
-		}
-		return r, false, false
+		c.log.WarnContext(ctx, "link cache read failed", "err", err)
+		return r, false, false, ""
 	}
-	if v == absent {
-		return r, false, true
+	version, _ = vals[1].(string)
+	v, ok := vals[0].(string)
+	switch {
+	case !ok:
+		return r, false, false, version
+	case v == absent:
+		return r, false, true, version
 	}
 	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		return r, false, false
+		return r, false, false, version
 	}
-	return r, true, true
+	return r, true, true, version
 }
 
-// Put stores the view of code (or its absence).
-func (c *Redis) Put(ctx context.Context, code string, r link.Resolved, found bool) {
+// Put stores the view of code (or its absence) read at version.
+func (c *Redis) Put(ctx context.Context, code, version string, r link.Resolved, found bool) {
 	val, ttl := absent, negativeTTL
 	if found {
 		b, err := json.Marshal(r)
@@ -60,15 +74,22 @@ func (c *Redis) Put(ctx context.Context, code string, r link.Resolved, found boo
 		}
 		val, ttl = string(b), link.CacheTTL
 	}
-	if err := c.rdb.Set(ctx, keyPrefix+code, val, ttl).Err(); err != nil {
+	keys := []string{keyPrefix + code, versionPrefix + code}
+	if err := putIfUnchanged.Run(ctx, c.rdb, keys, version, val, ttl.Milliseconds()).Err(); err != nil {
 		c.log.WarnContext(ctx, "link cache write failed", "err", err)
 	}
 }
 
-// Invalidate deletes the cached view and publishes code on link.InvalidationChannel.
+// Invalidate bumps the code's version (so in-flight reads cannot store), deletes the cached
+// view and publishes code on link.InvalidationChannel.
 func (c *Redis) Invalidate(ctx context.Context, code string) {
-	if err := c.rdb.Del(ctx, keyPrefix+code).Err(); err != nil {
-		c.log.WarnContext(ctx, "link cache delete failed", "code", code, "err", err)
+	pipe := c.rdb.TxPipeline()
+	pipe.Incr(ctx, versionPrefix+code)
+	// The version only has to outlive reads in flight; a day is plenty and bounds memory.
+	pipe.Expire(ctx, versionPrefix+code, 24*time.Hour)
+	pipe.Del(ctx, keyPrefix+code)
+	if _, err := pipe.Exec(ctx); err != nil {
+		c.log.WarnContext(ctx, "link cache invalidation failed", "code", code, "err", err)
 	}
 	if err := c.rdb.Publish(ctx, link.InvalidationChannel, code).Err(); err != nil {
 		c.log.WarnContext(ctx, "link invalidation publish failed", "code", code, "err", err)

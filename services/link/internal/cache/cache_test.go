@@ -19,16 +19,16 @@ func TestRedisCache(t *testing.T) {
 	r := link.Resolved{ShortCode: code, DestinationURL: "https://e.com", Status: link.StatusActive,
 		ExpiresAt: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)}
 
-	if _, _, cached := c.Get(ctx, code); cached {
+	if _, _, cached, _ := c.Get(ctx, code); cached {
 		t.Fatal("empty cache answered")
 	}
-	c.Put(ctx, code, r, true)
-	c.Put(ctx, missing, link.Resolved{}, false)
-	got, found, cached := c.Get(ctx, code)
+	c.Put(ctx, code, "", r, true)
+	c.Put(ctx, missing, "", link.Resolved{}, false)
+	got, found, cached, _ := c.Get(ctx, code)
 	if !cached || !found || got != r {
 		t.Fatalf("got %+v %v %v", got, found, cached)
 	}
-	if _, found, cached := c.Get(ctx, missing); !cached || found {
+	if _, found, cached, _ := c.Get(ctx, missing); !cached || found {
 		t.Fatal("absence not cached")
 	}
 	// Every copy expires by itself within the contract's bound.
@@ -44,9 +44,19 @@ func TestRedisCache(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
+	_, _, _, before := c.Get(ctx, code) // a reader that saw the store before the change
 	c.Invalidate(ctx, code)
-	if _, _, cached := c.Get(ctx, code); cached {
+	if _, _, cached, _ := c.Get(ctx, code); cached {
 		t.Fatal("invalidated entry still cached")
+	}
+	c.Put(ctx, code, before, r, true)
+	if _, _, cached, _ := c.Get(ctx, code); cached {
+		t.Fatal("a view read before the invalidation was cached after it")
+	}
+	_, _, _, after := c.Get(ctx, code)
+	c.Put(ctx, code, after, r, true)
+	if _, _, cached, _ := c.Get(ctx, code); !cached {
+		t.Fatal("a view read after the invalidation was not cached")
 	}
 	msg, err := sub.ReceiveMessage(ctx)
 	if err != nil || msg.Payload != code {

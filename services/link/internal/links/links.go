@@ -51,8 +51,10 @@ type Store interface {
 // Cache keeps resolved links (and the absence of a link) for at most link.CacheTTL, and tells
 // every other cache when a code changes.
 type Cache interface {
-	Get(ctx context.Context, code string) (r link.Resolved, found, cached bool)
-	Put(ctx context.Context, code string, r link.Resolved, found bool)
+	// Get returns the cached view and the code's version, which Put needs: a view read from
+	// the store before an invalidation must not be cached after it.
+	Get(ctx context.Context, code string) (r link.Resolved, found, cached bool, version string)
+	Put(ctx context.Context, code, version string, r link.Resolved, found bool)
 	// Invalidate drops code everywhere; a failure is the cache's to log, since every copy
 	// expires within link.CacheTTL anyway.
 	Invalidate(ctx context.Context, code string)

@@ -115,7 +115,8 @@ func (s *Service) Resolve(ctx context.Context, code string) (link.Resolved, erro
 	if !link.PlausibleCode(code) {
 		return link.Resolved{}, errs.NotFound(errLinkNotFoundMessage)
 	}
-	if r, found, cached := s.cache.Get(ctx, code); cached {
+	r, found, cached, version := s.cache.Get(ctx, code)
+	if cached {
 		if !found {
 			return link.Resolved{}, errs.NotFound(errLinkNotFoundMessage)
 		}
@@ -123,14 +124,14 @@ func (s *Service) Resolve(ctx context.Context, code string) (link.Resolved, erro
 	}
 	l, err := s.find(ctx, code)
 	if errs.IsKind(err, errs.KindNotFound) {
-		s.cache.Put(ctx, code, link.Resolved{}, false)
+		s.cache.Put(ctx, code, version, link.Resolved{}, false)
 		return link.Resolved{}, err
 	}
 	if err != nil {
 		return link.Resolved{}, err
 	}
-	r := l.Resolved()
-	s.cache.Put(ctx, code, r, true)
+	r = l.Resolved()
+	s.cache.Put(ctx, code, version, r, true)
 	return r, nil
 }
 

@@ -45,18 +45,18 @@ type fakeCache struct {
 	invalidated []string
 }
 
-func (c *fakeCache) Get(_ context.Context, code string) (link.Resolved, bool, bool) {
+func (c *fakeCache) Get(_ context.Context, code string) (link.Resolved, bool, bool, string) {
 	r, ok := c.entries[code]
 	if !ok {
-		return link.Resolved{}, false, false
+		return link.Resolved{}, false, false, ""
 	}
 	if r == nil {
-		return link.Resolved{}, false, true
+		return link.Resolved{}, false, true, ""
 	}
-	return *r, true, true
+	return *r, true, true, ""
 }
 
-func (c *fakeCache) Put(_ context.Context, code string, r link.Resolved, found bool) {
+func (c *fakeCache) Put(_ context.Context, code, _ string, r link.Resolved, found bool) {
 	if found {
 		c.entries[code] = &r
 	} else {

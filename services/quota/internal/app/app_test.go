@@ -173,7 +173,7 @@ func TestRequestFailures(t *testing.T) {
 		message           string
 	}{
 		{"no token", reserve, "", good, 401, "internal token required"},
-		{"bad token", reserve, "not-a-token", good, 401, "invalid internal token"},
+		{"bad token", reserve, "not-a-token", good, 401, "internal token invalid"},
 		{"release without token", "/internal/quota/release", "", good, 401, "internal token required"},
 		{"bad json", reserve, s.token, []byte(`{"scope":`), 400, "request body is not valid JSON"},
 		{"wrong type", reserve, s.token, []byte(`{"scope":1,"key":"k"}`), 400, "scope must be a string"},

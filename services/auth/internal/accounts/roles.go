@@ -80,7 +80,8 @@ func (s *Service) SetRole(ctx context.Context, caller identity.Caller, targetID,
 	rc := RoleChange{ID: newID(), ActorID: caller.UserID, TargetID: target.ID, FromRole: target.Role, ToRole: role,
 		IPHash: ipHash(caller), UserAgent: caller.UserAgent, CreatedAt: now}
 	if err := s.store.InsertRoleChange(ctx, rc); err != nil {
-		return auth.User{}, err
+		// A change without its audit record must not stand: put the old role back.
+		return auth.User{}, s.undoRole(ctx, target, role, fmt.Errorf("record role change: %w", err))
 	}
 	target.Role, target.UpdatedAt = role, now
 	return target.View(now), nil

@@ -2,6 +2,7 @@ package accounts_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -199,5 +200,27 @@ func TestLoginRecordsNeedSuperAdmin(t *testing.T) {
 	res, err := e.svc.LoginRecords(ctx, caller(admin.ID, auth.RoleSuperAdmin), accounts.RecordQuery{Page: 1 << 40, PageSize: 100})
 	if err != nil || res.Records == nil || len(res.Records) != 0 || res.Page != 1<<40 {
 		t.Fatalf("far page = %+v, %v; want an empty list", res, err)
+	}
+}
+
+// failingRecords is the real store whose role_changes writes fail.
+type failingRecords struct{ accounts.Store }
+
+func (failingRecords) InsertRoleChange(context.Context, accounts.RoleChange) error {
+	return errors.New("role_changes unavailable")
+}
+
+// A role change whose audit record cannot be written does not stand.
+func TestRoleChangeWithoutRecordIsUndone(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	admin := e.superAdmin(t, "admin@example.com")
+	ada := e.register(t, "ada@example.com")
+	svc := e.service(t, func(o *accounts.Options) { o.Store = failingRecords{e.store} })
+	if _, err := svc.SetRole(ctx, caller(admin.ID, auth.RoleSuperAdmin), ada.ID, auth.RoleModerator); err == nil {
+		t.Fatal("SetRole succeeded without its record")
+	}
+	if stored, _ := e.store.UserByID(ctx, ada.ID); stored.Role != auth.RoleUser {
+		t.Fatalf("role stood without a record: %s", stored.Role)
 	}
 }

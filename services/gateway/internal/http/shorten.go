@@ -30,6 +30,10 @@ func (h *handlers) shorten(c *fiber.Ctx) error {
 		}
 		return c.Status(fiber.StatusCreated).JSON(created, fiber.MIMEApplicationJSONCharsetUTF8)
 	}
+	// Refused before the captcha and the quota are spent on a request that cannot succeed.
+	if req.CustomCode != nil {
+		return errs.Forbidden("custom_code requires an account")
+	}
 	if err := h.Captcha.Verify(ctx, req.CaptchaToken); err != nil {
 		return err
 	}

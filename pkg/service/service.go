@@ -6,14 +6,18 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/logging"
+	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/pkg/telemetry"
 )
 
@@ -54,4 +58,19 @@ func start(name string, run func(ctx context.Context, rt Runtime) error) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// Serve runs srv on ln and the background workers beside it until ctx ends; the workers are
+// stopped once the server has drained, then release runs.
+func Serve(ctx context.Context, srv *server.Server, ln net.Listener, drain time.Duration, release func(), workers ...func(context.Context)) error {
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() { w(wctx) })
+	}
+	err := srv.Serve(ctx, ln, drain)
+	stop()
+	wg.Wait()
+	release()
+	return err
 }

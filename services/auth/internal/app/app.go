@@ -7,12 +7,12 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
@@ -30,7 +30,7 @@ const Name = "auth"
 type App struct {
 	cfg     config.Config
 	srv     *server.Server
-	sweeper store.Sweeper
+	sweeper mongodb.Sweeper
 	close   func()
 }
 
@@ -84,7 +84,8 @@ func build(ctx context.Context, cfg config.Config, rt service.Runtime, keys *ide
 	srv := server.New(server.Options{Name: Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider, Ready: ds.Checks()})
 	authhttp.Register(srv.App(), keys, svc)
 	return &App{cfg: cfg, srv: srv, close: ds.Close,
-		sweeper: store.Sweeper{Store: st, Interval: store.SweepInterval, Now: time.Now, Logger: rt.Logger}}, nil
+		sweeper: mongodb.Sweeper{What: "sessions", Interval: store.SweepInterval, Delete: st.DeleteExpiredSessions,
+			Now: time.Now, Logger: rt.Logger}}, nil
 }
 
 // Run serves on the configured address until ctx ends; see Serve.
@@ -100,13 +101,5 @@ func (a *App) Run(ctx context.Context) error {
 // Serve serves on ln and sweeps expired sessions until ctx ends, then drains, stops the
 // sweeper and closes the datastores. Component tests call it on their own listener.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	sweepCtx, stopSweeper := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { a.sweeper.Run(sweepCtx) })
-
-	err := a.srv.Serve(ctx, ln, a.cfg.ShutdownDrain)
-	stopSweeper()
-	wg.Wait()
-	a.close()
-	return err
+	return service.Serve(ctx, a.srv, ln, a.cfg.ShutdownDrain, a.close, a.sweeper.Run)
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -88,43 +87,5 @@ func TestRoleChangeRecord(t *testing.T) {
 	got.CreatedAt = got.CreatedAt.UTC()
 	if accounts.RoleChange(got) != c {
 		t.Fatalf("role change = %+v, want %+v", got, c)
-	}
-}
-
-func TestSweeperDeletesExpiredSessions(t *testing.T) {
-	s := newStore(t)
-	ctx := context.Background()
-	now := ms(time.Now())
-	for hash, exp := range map[string]time.Time{"gone": now.Add(-time.Second), "kept": now.Add(time.Hour)} {
-		if err := s.InsertSession(ctx, accounts.Session{Hash: hash, UserID: "u", CreatedAt: now, ExpiresAt: exp}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	sw := Sweeper{Store: s, Interval: 20 * time.Millisecond, Now: time.Now, Logger: slog.New(slog.DiscardHandler)}
-	go func() { sw.Run(runCtx); close(stopped) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		n, err := s.sessions.CountDocuments(ctx, byID("gone"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the sweeper did not delete the expired session")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	stop()
-	select {
-	case <-stopped:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the sweeper did not stop")
-	}
-	if n, _ := s.sessions.CountDocuments(ctx, byID("kept")); n != 1 {
-		t.Fatal("the sweeper deleted a live session")
 	}
 }

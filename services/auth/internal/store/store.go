@@ -4,6 +4,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -62,3 +63,7 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 }
 
 func byID(id string) bson.D { return bson.D{{Key: "_id", Value: id}} }
+
+// SweepInterval is how often expired documents are deleted (see mongodb.Sweeper). Expired
+// ones are already ignored by every read, so the interval only bounds the space they take.
+const SweepInterval = 10 * time.Minute

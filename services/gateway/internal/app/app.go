@@ -17,6 +17,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/redisdb"
 	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/captcha"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/config"
@@ -75,6 +76,5 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, tp trace.Trac
 
 // Serve runs the server on ln until ctx ends, then releases Redis.
 func (a *App) Serve(ctx context.Context, ln net.Listener, cfg config.Config) error {
-	defer a.close()
-	return a.Server.Serve(ctx, ln, cfg.ShutdownDrain)
+	return service.Serve(ctx, a.Server, ln, cfg.ShutdownDrain, a.close)
 }

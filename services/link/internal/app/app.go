@@ -67,6 +67,5 @@ func New(ctx context.Context, cfg config.Config, deps Deps) (*App, error) {
 
 // Serve runs the server on ln until ctx ends, then releases the datastores.
 func (a *App) Serve(ctx context.Context, ln net.Listener, cfg config.Config) error {
-	defer a.close()
-	return a.Server.Serve(ctx, ln, cfg.ShutdownDrain)
+	return service.Serve(ctx, a.Server, ln, cfg.ShutdownDrain, a.close)
 }

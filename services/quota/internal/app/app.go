@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/quota/internal/config"
@@ -27,7 +27,7 @@ type App struct {
 	cfg     config.Config
 	log     *slog.Logger
 	srv     *server.Server
-	sweeper store.Sweeper
+	sweeper mongodb.Sweeper
 	close   func()
 }
 
@@ -61,7 +61,8 @@ func New(ctx context.Context, cfg config.Config, rt service.Runtime) (_ *App, er
 	})
 	a.srv = server.New(server.Options{Name: Name, Logger: a.log, TracerProvider: rt.TracerProvider, Ready: ds.Checks()})
 	quotahttp.Routes(a.srv.App(), keys, limiter)
-	a.sweeper = store.Sweeper{Store: st, Interval: store.SweepInterval, Now: time.Now, Logger: a.log}
+	a.sweeper = mongodb.Sweeper{What: "quota buckets", Interval: store.SweepInterval, Delete: st.DeleteExpired,
+		Now: time.Now, Logger: a.log}
 	return a, nil
 }
 
@@ -78,13 +79,5 @@ func (a *App) Run(ctx context.Context) error {
 // Serve serves on ln and sweeps expired buckets until ctx ends, then drains, stops the
 // sweeper and closes the datastores. Component tests call it on their own listener.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	sweepCtx, stopSweeper := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { a.sweeper.Run(sweepCtx) })
-
-	err := a.srv.Serve(ctx, ln, a.cfg.ShutdownDrain)
-	stopSweeper()
-	wg.Wait()
-	a.close()
-	return err
+	return service.Serve(ctx, a.srv, ln, a.cfg.ShutdownDrain, a.close, a.sweeper.Run)
 }

@@ -135,3 +135,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error)
 	}
 	return res.DeletedCount, nil
 }
+
+// SweepInterval is how often expired documents are deleted (see mongodb.Sweeper). Expired
+// ones are already ignored by every read, so the interval only bounds the space they take.
+const SweepInterval = 10 * time.Minute

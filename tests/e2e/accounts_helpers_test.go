@@ -14,6 +14,8 @@ import (
 // account is a registered user and the session cookie it holds.
 type account struct {
 	id, email, password, cookie string
+	// registered is the user object the registration answered.
+	registered map[string]any
 }
 
 // sessionCookie returns the go_session value a response set, or "".
@@ -39,6 +41,7 @@ func register(t *testing.T) account {
 	}
 	u, _ := r.object(t)["user"].(map[string]any)
 	a.id, _ = u["id"].(string)
+	a.registered = u
 	a.cookie = sessionCookie(r)
 	if a.id == "" || a.cookie == "" {
 		t.Fatalf("register gave no id or cookie: %v %v", r.body, r.header)

@@ -18,6 +18,12 @@ func TestRegisterLoginMeLogout(t *testing.T) {
 		u["auth_provider"] != "email" || u["quota_limit"] != float64(100) {
 		t.Fatalf("me: %d %s", r.status, r.body)
 	}
+	for _, k := range []string{"created_at", "updated_at", "last_login_at"} {
+		if u[k] != a.registered[k] {
+			t.Fatalf("%s: registration said %v, me says %v", k, a.registered[k], u[k])
+		}
+		mustTime(t, u[k])
+	}
 	for _, secret := range []string{"password", "hash", "token", "idp_uid"} {
 		if strings.Contains(string(r.body), secret) {
 			t.Fatalf("user JSON exposes %q: %s", secret, r.body)

@@ -63,7 +63,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 		return nil, fmt.Errorf("hash dummy password: %w", err)
 	}
 	return &Service{store: opts.Store, quota: opts.Quota, idp: opts.IDP, hasher: opts.Hasher,
-		ttl: opts.SessionTTL, issuer: opts.Issuer, clientID: opts.ClientID, now: opts.Now,
+		ttl: opts.SessionTTL, issuer: opts.Issuer, clientID: opts.ClientID, now: millis(opts.Now),
 		log: opts.Logger, dummyHash: dummy}, nil
 }
 
@@ -178,4 +178,10 @@ func (s *Service) superAdmin(ctx context.Context, caller identity.Caller) (User,
 		return User{}, err
 	}
 	return actor, nil
+}
+
+// millis truncates clock to the milliseconds MongoDB keeps, so an answer given from memory
+// (register, login) shows the same times as one read back later (me).
+func millis(clock func() time.Time) func() time.Time {
+	return func() time.Time { return clock().UTC().Truncate(time.Millisecond) }
 }

@@ -76,6 +76,7 @@ func withRequestID(h fiber.ErrorHandler) fiber.ErrorHandler {
 
 // knownMethodsOnly answers methods outside HTTP's standard set with the 405 envelope.
 func knownMethodsOnly(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	ids := newRequestIDs()
 	return func(ctx *fasthttp.RequestCtx) {
 		switch string(ctx.Method()) {
 		case fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut, fiber.MethodDelete,
@@ -83,6 +84,8 @@ func knownMethodsOnly(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			next(ctx)
 			return
 		}
+		var buf [48]byte
+		ctx.Response.Header.SetBytesV(HeaderRequestID, ids.append(buf[:0]))
 		ctx.SetStatusCode(fiber.StatusMethodNotAllowed)
 		ctx.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
 		ctx.SetBodyString(`{"error":"method not allowed"}`)

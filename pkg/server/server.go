@@ -51,12 +51,15 @@ func New(opts Options) *Server {
 	s.app = fiber.New(fiber.Config{
 		AppName:               opts.Name,
 		DisableStartupMessage: true,
-		ErrorHandler:          withRequestID(errs.Handler(opts.Logger)),
-		BodyLimit:             BodyLimit,
-		ReadBufferSize:        16 * 1024,
-		ReadTimeout:           15 * time.Second,
-		WriteTimeout:          15 * time.Second,
-		IdleTimeout:           90 * time.Second,
+		// Paths are case-sensitive like short codes are; a rule keyed on a path (the
+		// same-site check of /api/auth/) must not be dodged by writing it in capitals.
+		CaseSensitive:  true,
+		ErrorHandler:   withRequestID(errs.Handler(opts.Logger)),
+		BodyLimit:      BodyLimit,
+		ReadBufferSize: 16 * 1024,
+		ReadTimeout:    15 * time.Second,
+		WriteTimeout:   15 * time.Second,
+		IdleTimeout:    90 * time.Second,
 	})
 	s.app.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: s.logPanic}))
 	s.app.Use(RequestID())

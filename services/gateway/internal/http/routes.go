@@ -45,6 +45,7 @@ func Register(app *fiber.App, d Deps) {
 	h := &handlers{Deps: d}
 	api := app.Group("/api", session.SameSite(d.BaseURL))
 	api.Get("/health", h.health)
+	api.Get("/openapi.yaml", serveOpenAPI)
 	api.Post("/links/shorten", d.Gate.Optional(), h.shorten)
 	api.Get("/links/:code/info", h.info)
 	h.registerAuth(api)

@@ -148,7 +148,13 @@ func TestLoginFromAnotherSiteRefused(t *testing.T) {
 			t.Errorf("%v: %d", h, resp.StatusCode)
 		}
 	}
-	req := httptest.NewRequest("POST", "/api/auth/login", strings.NewReader("{}"))
+	// Writing the path in capitals must not dodge the check.
+	req := httptest.NewRequest("POST", "/API/AUTH/LOGIN", strings.NewReader("{}"))
+	req.Header.Set("Origin", "https://evil.example")
+	if resp, _ := app.Test(req, -1); resp.StatusCode == 200 {
+		t.Error("cross-site login accepted under a capitalised path")
+	}
+	req = httptest.NewRequest("POST", "/api/auth/login", strings.NewReader("{}"))
 	if resp, _ := app.Test(req, -1); resp.StatusCode != 200 {
 		t.Errorf("non-browser login: %d", resp.StatusCode)
 	}

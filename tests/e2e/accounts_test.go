@@ -128,7 +128,7 @@ func TestBanAndSuspensionTakeEffectAtOnce(t *testing.T) {
 	r.wantError(t, 403, "account is banned")
 
 	b := register(t)
-	until := time.Now().Add(2 * time.Second).UTC()
+	until := time.Now().Add(4 * time.Second).UTC()
 	setUser(t, b.id, bson.D{{Key: "timeout_until", Value: until}})
 	if r := as(t, b.cookie, "GET", "/api/user/dashboard", ""); r.status != 403 {
 		t.Fatalf("suspended: %d %s", r.status, r.body)

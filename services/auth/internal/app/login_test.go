@@ -111,7 +111,8 @@ func TestUnknownEmailTakesAsLongAsWrongPassword(t *testing.T) {
 	}
 	wrong, unknown := median("ada@example.com"), median("nobody@example.com")
 	t.Logf("median wrong password %v, unknown e-mail %v", wrong, unknown)
-	if unknown < wrong/2 {
+	// A generous margin: without the dummy verification an unknown e-mail answers ~20× faster.
+	if unknown < wrong/4 {
 		t.Fatalf("unknown e-mail answers in %v, wrong password in %v: the timing tells them apart", unknown, wrong)
 	}
 }

@@ -54,8 +54,15 @@ type Keyer struct{ secret []byte }
 // NewKeyer returns a Keyer for secret.
 func NewKeyer(secret string) *Keyer { return &Keyer{secret: []byte(secret)} }
 
-// Key returns the identity key of ip.
+// Key returns the identity key of ip. An IPv6 address counts as its /64: one host usually
+// holds a whole /64, so keying single addresses would let it rotate past every limit.
 func (k *Keyer) Key(ip netip.Addr) string {
+	ip = ip.Unmap()
+	if ip.Is6() {
+		if p, err := ip.Prefix(64); err == nil {
+			ip = p.Addr()
+		}
+	}
 	m := hmac.New(sha256.New, k.secret)
 	m.Write([]byte(ip.String()))
 	return hex.EncodeToString(m.Sum(nil))

@@ -2,6 +2,7 @@ package clientip
 
 import (
 	"net/netip"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -29,12 +30,26 @@ func TestClientIP(t *testing.T) {
 	}
 }
 
+func TestIPv6CountsPerSlash64(t *testing.T) {
+	k := NewKeyer(strings.Repeat("s", 32))
+	key := func(s string) string { return k.Key(netip.MustParseAddr(s)) }
+	if key("2001:db8:1:2::1") != key("2001:db8:1:2:ffff:ffff:ffff:ffff") {
+		t.Error("two addresses of one /64 must share a key")
+	}
+	if key("2001:db8:1:2::1") == key("2001:db8:1:3::1") {
+		t.Error("different /64s must not share a key")
+	}
+	if key("::ffff:198.51.100.7") != key("198.51.100.7") || key("198.51.100.7") == key("198.51.100.8") {
+		t.Error("IPv4 addresses (mapped or not) are keyed one by one")
+	}
+}
+
 func TestKeyNeverContainsTheAddress(t *testing.T) {
 	a := NewKeyer(strings.Repeat("s", 32))
 	b := NewKeyer(strings.Repeat("t", 32))
 	ip := netip.MustParseAddr("198.51.100.7")
 	k := a.Key(ip)
-	if len(k) != 64 || strings.Contains(k, "198") && strings.Contains(k, "51.100") {
+	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(k) {
 		t.Fatalf("unexpected key %q", k)
 	}
 	if k != a.Key(ip) {

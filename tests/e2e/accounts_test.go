@@ -248,3 +248,54 @@ func TestIdentityProviderLogin(t *testing.T) {
 		t.Errorf("garbage token: %d %s", r.status, r.body)
 	}
 }
+
+// Registration does not prove ownership of an e-mail, so an ID-token login of its verified
+// owner takes the account over: the squatter's password and sessions stop working.
+func TestIdentityProviderLinkTakesOverTheAccount(t *testing.T) {
+	squatter := register(t)
+	r := do(t, "POST", "/api/auth/google", `{"id_token":"`+issuer.token("owner-"+squatter.id, squatter.email, nil)+`"}`, newClientIP())
+	u, _ := r.object(t)["user"].(map[string]any)
+	if r.status != 200 || u["id"] != squatter.id || u["auth_provider"] != "google" {
+		t.Fatalf("link: %d %s", r.status, r.body)
+	}
+	owner := sessionCookie(r)
+	as(t, squatter.cookie, "GET", "/api/auth/me", "").wantError(t, 401, "session expired or invalid")
+	r, _ = loginAs(t, squatter.email, squatter.password, newClientIP())
+	r.wantError(t, 401, "invalid email or password")
+	if r := as(t, owner, "GET", "/api/auth/me", ""); r.status != 200 {
+		t.Fatalf("owner's session: %d %s", r.status, r.body)
+	}
+	recs := as(t, admin(t), "GET", "/api/admin/login-records?email="+squatter.email+"&success=true", "")
+	if !strings.Contains(string(recs.body), `"reason":"linked"`) {
+		t.Fatalf("no linked login record: %s", recs.body)
+	}
+}
+
+func TestIdentityProviderFailuresAreLimited(t *testing.T) {
+	ip := newClientIP()
+	for i := 0; i < loginFailures; i++ {
+		r := do(t, "POST", "/api/auth/google", `{"id_token":"`+issuer.token("s", "x@example.com", map[string]any{"aud": "other"})+`"}`, ip)
+		r.wantError(t, 401, "invalid identity token")
+	}
+	r := do(t, "POST", "/api/auth/google", `{"id_token":"`+issuer.token("s", "x@example.com", nil)+`"}`, ip)
+	r.wantError(t, 429, "too many failed login attempts")
+	if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
+		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
+	}
+	// The window is the client's, shared with password logins.
+	b := register(t)
+	r, _ = loginAs(t, b.email, b.password, ip)
+	r.wantError(t, 429, "too many failed login attempts")
+}
+
+// The same passphrase typed in another Unicode normal form signs in.
+func TestPasswordsCompareInNFC(t *testing.T) {
+	email := "nfc." + dbPrefix + "@example.com"
+	nfd, nfc := "cafe\u0301-au-lait", "caf\u00e9-au-lait"
+	if r := do(t, "POST", "/api/auth/register", `{"email":"`+email+`","password":"`+nfd+`","first_name":"A","last_name":"B"}`, newClientIP()); r.status != 201 {
+		t.Fatalf("register: %d %s", r.status, r.body)
+	}
+	if r, _ := loginAs(t, email, nfc, newClientIP()); r.status != 200 {
+		t.Fatalf("NFC login of an NFD password: %d %s", r.status, r.body)
+	}
+}

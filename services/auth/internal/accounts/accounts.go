@@ -38,6 +38,9 @@ type User struct {
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	LastLoginAt   *time.Time
+	// SessionEpoch is raised when all of the account's sessions must end at once (linking
+	// it to an identity provider): a session is valid only while its Epoch equals it.
+	SessionEpoch int64
 }
 
 // Session is a stored session. The token itself is never stored, only its hash.
@@ -46,6 +49,10 @@ type Session struct {
 	UserID    string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// Epoch is the account's SessionEpoch as read by the login that issued the session. A
+	// login racing a revocation stores the old epoch, so its session is dead on arrival
+	// even if it was written after the revocation deleted the others.
+	Epoch int64
 }
 
 // Login methods of login records.
@@ -100,10 +107,14 @@ type Store interface {
 	UserByID(ctx context.Context, id string) (User, error)
 	UserByEmail(ctx context.Context, email string) (User, error)
 	UserByIDPUID(ctx context.Context, sub string) (User, error)
-	// LinkIDP sets idp_uid on an account that has none; false if it already had one.
+	// LinkIDP links an account that has no idp_uid to sub, in one conditional update: it
+	// sets idp_uid, makes auth_provider google, removes the password hash and raises the
+	// session epoch. False if the account already had an idp_uid.
 	LinkIDP(ctx context.Context, userID, sub string, now time.Time) (bool, error)
 	SetLastLogin(ctx context.Context, userID string, at time.Time) error
-	SetPasswordHash(ctx context.Context, userID, hash string, now time.Time) error
+	// SetPasswordHash replaces the password hash only if it is still old; false when it was
+	// not (changed or removed meanwhile).
+	SetPasswordHash(ctx context.Context, userID, old, hash string, now time.Time) (bool, error)
 	// SetRole changes the role only if it is still from; false when it was not.
 	SetRole(ctx context.Context, userID, from, to string, now time.Time) (bool, error)
 	CountRole(ctx context.Context, role string) (int64, error)
@@ -113,6 +124,8 @@ type Store interface {
 	// SessionByHash returns the session if it exists and has not expired at now.
 	SessionByHash(ctx context.Context, hash string, now time.Time) (Session, error)
 	DeleteSession(ctx context.Context, hash string) error
+	// DeleteSessionsByUser revokes every session of the account and says how many.
+	DeleteSessionsByUser(ctx context.Context, userID string) (int64, error)
 
 	InsertLoginRecord(ctx context.Context, r LoginRecord) error
 	// LoginRecords returns one page of matching records, newest first, and the total.
@@ -123,6 +136,14 @@ type Store interface {
 type Quota interface {
 	Reserve(ctx context.Context, req quota.ReserveRequest) (quota.Reservation, error)
 	Release(ctx context.Context, req quota.ReleaseRequest) error
+}
+
+// PasswordHasher hashes and checks passwords; implemented by *password.Hasher.
+type PasswordHasher interface {
+	Hash(ctx context.Context, pw string) (string, error)
+	// Check reports whether pw matches encoded and whether encoded should be replaced by a
+	// fresh Hash of pw.
+	Check(ctx context.Context, pw, encoded string) (ok, rehash bool, err error)
 }
 
 // IdentityVerifier verifies identity provider ID tokens; implemented by internal/idp.

@@ -1,13 +1,19 @@
 package accounts_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 )
 
@@ -32,27 +38,118 @@ func TestBootstrapIsIdempotent(t *testing.T) {
 	}
 }
 
-// An existing account is promoted, keeps its password and gets a role change record.
-func TestBootstrapPromotesWithoutResettingPassword(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	u := e.register(t, "root@example.com") // password "correct-horse"
-	if err := e.svc.Bootstrap(ctx, "root@example.com", "another-password"); err != nil {
-		t.Fatal(err)
+// logLines decodes the JSON log lines the service wrote to buf.
+func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		out = append(out, m)
 	}
-	got, _ := e.store.UserByID(ctx, u.ID)
-	if got.Role != auth.RoleSuperAdmin {
-		t.Fatalf("role = %s", got.Role)
+	return out
+}
+
+// An existing account keeps its password. It becomes a super admin only if its password is
+// the configured one: whoever registered the address first must not get the role. A refusal
+// is logged and start-up goes on.
+func TestBootstrapExistingAccount(t *testing.T) {
+	const email, bootstrapPW = "root@example.com", "r\u00f4ot-password"
+	noPassword := func(t *testing.T, e *env) string {
+		now := e.clock.Now()
+		u := accounts.User{ID: "g1", Email: email, FirstName: "G", LastName: "G", AuthProvider: auth.ProviderGoogle, IDPUID: "sub-g",
+			Role: auth.RoleUser, Status: auth.StatusActive, QuotaLimit: 100, CreatedAt: now, UpdatedAt: now}
+		if err := e.store.InsertUser(context.Background(), u); err != nil {
+			t.Fatal(err)
+		}
+		return ""
 	}
-	if _, err := e.svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: "root@example.com", Password: "correct-horse"}); err != nil {
-		t.Fatalf("the old password stopped working: %v", err)
+	registered := func(pw, role string) func(t *testing.T, e *env) string {
+		return func(t *testing.T, e *env) string {
+			s, err := e.svc.Register(context.Background(), caller("", ""), auth.RegisterRequest{Email: email, Password: pw, FirstName: "R", LastName: "R"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if role != auth.RoleUser {
+				if ok, err := e.store.SetRole(context.Background(), s.User.ID, auth.RoleUser, role, e.clock.Now()); err != nil || !ok {
+					t.Fatalf("set role: %v %v", ok, err)
+				}
+			}
+			return pw
+		}
 	}
-	rc := roleChanges(t, e)
-	if len(rc) != 1 || rc[0].ActorID != accounts.BootstrapActor || rc[0].FromRole != auth.RoleUser || rc[0].ToRole != auth.RoleSuperAdmin {
-		t.Fatalf("role changes = %+v", rc)
+	cases := []struct {
+		name string
+		// setup creates the account and returns the password it can log in with ("" none).
+		setup    func(t *testing.T, e *env) string
+		wantRole string
+		promoted bool
+		wantLog  string // level:message of the one log line expected ("" none)
+	}{
+		{"user with the bootstrap password", registered(bootstrapPW, auth.RoleUser), auth.RoleSuperAdmin, true, ""},
+		{"moderator with the bootstrap password", registered(bootstrapPW, auth.RoleModerator), auth.RoleSuperAdmin, true, ""},
+		// Typed with a combining circumflex at registration, configured precomposed.
+		{"user with the bootstrap password in NFD", registered("ro\u0302ot-password", auth.RoleUser), auth.RoleSuperAdmin, true, ""},
+		{"user registered first by someone else", registered("attacker-password", auth.RoleUser), auth.RoleUser, false,
+			"ERROR:bootstrap admin not promoted: an account with this e-mail exists and the configured bootstrap password is not its password"},
+		{"identity provider account without a password", noPassword, auth.RoleUser, false,
+			"ERROR:bootstrap admin not promoted: an account with this e-mail exists and the configured bootstrap password is not its password"},
+		{"super admin with the bootstrap password", registered(bootstrapPW, auth.RoleSuperAdmin), auth.RoleSuperAdmin, false, ""},
+		{"super admin with another password", registered("changed-password", auth.RoleSuperAdmin), auth.RoleSuperAdmin, false,
+			"WARN:bootstrap password ignored for an existing account"},
 	}
-	if err := e.svc.Bootstrap(ctx, "root@example.com", "another-password"); err != nil || len(roleChanges(t, e)) != 1 {
-		t.Fatalf("second run: %v, %d records", err, len(roleChanges(t, e)))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			loginPW := tc.setup(t, e)
+			var logs bytes.Buffer
+			svc := e.service(t, func(o *accounts.Options) { o.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+			for range 2 { // idempotent: the second start changes and logs nothing new
+				if err := svc.Bootstrap(ctx, email, bootstrapPW); err != nil {
+					t.Fatalf("Bootstrap = %v; start-up must go on", err)
+				}
+			}
+			u, err := e.store.UserByEmail(ctx, email)
+			if err != nil || u.Role != tc.wantRole {
+				t.Fatalf("role = %q, %v; want %q", u.Role, err, tc.wantRole)
+			}
+			if rc := roleChanges(t, e); tc.promoted != (len(rc) == 1) || len(rc) > 1 ||
+				(tc.promoted && (rc[0].ActorID != accounts.BootstrapActor || rc[0].ToRole != auth.RoleSuperAdmin)) {
+				t.Fatalf("role changes = %+v; promoted want %v", rc, tc.promoted)
+			}
+			var got []string
+			for _, l := range logLines(t, &logs) {
+				if l["level"] == "INFO" {
+					continue
+				}
+				got = append(got, fmt.Sprint(l["level"], ":", l["msg"]))
+				if l["email"] != email || l["user_id"] != u.ID {
+					t.Errorf("the log line does not name the account: %v", l)
+				}
+			}
+			if want := []string{tc.wantLog, tc.wantLog}; tc.wantLog == "" && len(got) != 0 || tc.wantLog != "" && fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("logs = %q; want %q at each start", got, tc.wantLog)
+			}
+			if strings.Contains(logs.String(), "ot-password") {
+				t.Fatal("a password reached the logs")
+			}
+			// The account's own password still works, and only that one.
+			if loginPW != "" {
+				if _, err := svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: email, Password: loginPW}); err != nil {
+					t.Fatalf("the account's password stopped working: %v", err)
+				}
+			}
+			if tc.wantLog != "" { // the bootstrap password is not this account's
+				_, err := svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: email, Password: bootstrapPW})
+				wantErr(t, err, errs.KindUnauthenticated, "invalid email or password")
+			}
+		})
 	}
 }
 

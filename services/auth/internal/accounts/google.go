@@ -3,7 +3,6 @@ package accounts
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -17,108 +16,82 @@ import (
 // errIdentityConflict: the e-mail's account is already linked to another subject.
 var errIdentityConflict = errs.E(errs.KindConflict, "email is linked to another identity provider account")
 
-// googleAttempts bounds the find-or-create loop when concurrent first logins race.
-const googleAttempts = 3
-
 func invalidIdentityToken() error { return errs.E(errs.KindUnauthenticated, "invalid identity token") }
 
+func idpNotConfigured() error {
+	return errs.E(errs.KindUnauthenticated, "identity provider not configured")
+}
+
 // Google logs in with an identity provider ID token. The first login creates the account; a
-// verified e-mail of an existing account links that account to the token's subject.
+// verified e-mail of an existing, unlinked account links that account (see link).
+//
+// Each attempt first takes one unit of the client's failed-login window, the one password
+// logins use, and a successful one gives it back. Forged tokens are thus limited like
+// password guesses; each of them could otherwise make the verifier fetch the provider's
+// keys again (a token with an unknown kid does).
 func (s *Service) Google(ctx context.Context, caller identity.Caller, req auth.GoogleRequest) (auth.Session, error) {
 	if strings.TrimSpace(req.IDToken) == "" {
 		return auth.Session{}, errs.Invalid("id_token is required")
 	}
 	rec := s.newRecord(caller, MethodGoogle, "")
-	id, err := s.idp.Verify(ctx, req.IDToken)
-	switch {
-	case errors.Is(err, idp.ErrNotConfigured):
-		return auth.Session{}, s.fail(ctx, rec, ReasonIDPNotConfigured,
-			errs.E(errs.KindUnauthenticated, "identity provider not configured"))
-	case errors.Is(err, idp.ErrUnavailable):
-		return auth.Session{}, s.fail(ctx, rec, ReasonUnavailable, errs.Unavailable("identity provider unavailable", err))
-	case err != nil:
-		return auth.Session{}, s.fail(ctx, rec, ReasonInvalidToken,
-			&errs.Error{Kind: errs.KindUnauthenticated, Message: "invalid identity token", Err: err})
+	if !s.idp.Enabled() { // nothing is verified or fetched, so nothing is counted
+		return auth.Session{}, s.fail(ctx, rec, ReasonIDPNotConfigured, idpNotConfigured())
 	}
-	email := NormalizeEmail(id.Email)
-	rec.Email = truncate(email, MaxEmailLength)
-	if _, verr := ValidateEmail(email); verr != nil || id.Subject == "" {
-		return auth.Session{}, s.fail(ctx, rec, ReasonInvalidToken, invalidIdentityToken())
-	}
-	if !id.EmailVerified {
-		return auth.Session{}, s.fail(ctx, rec, ReasonEmailNotVerified, invalidIdentityToken())
-	}
-	u, err := s.googleUser(ctx, id, email)
+	unit, err := s.reserveClient(ctx, caller)
 	if err != nil {
-		reason := ReasonError
-		if errors.Is(err, errIdentityConflict) {
-			reason = ReasonIdentityConflict
-		}
-		return auth.Session{}, s.fail(ctx, rec, reason, err)
+		return auth.Session{}, s.fail(ctx, rec, failureReason(err), err)
 	}
-	rec.UserID = u.ID
-	if reason, err := u.loginBlocked(s.now()); err != nil {
-		return auth.Session{}, s.fail(ctx, rec, reason, err)
+	sess, reason, err := s.googleLogin(ctx, req.IDToken, &rec)
+	if err == nil || reason == ReasonError || reason == ReasonUnavailable {
+		// A success, or our own failure rather than the caller's: give the unit back.
+		s.release(ctx, unit)
 	}
-	sess, err := s.succeed(ctx, u, rec)
 	if err != nil {
-		return auth.Session{}, s.fail(ctx, rec, ReasonError, err)
+		return auth.Session{}, s.fail(ctx, rec, reason, err)
 	}
 	return sess, nil
 }
 
-// googleUser finds the account of id by subject, then by e-mail (linking it), or creates it.
-// The unique e-mail index decides concurrent first logins; the loser looks again.
-func (s *Service) googleUser(ctx context.Context, id idp.Identity, email string) (User, error) {
-	for range googleAttempts {
-		u, err := s.store.UserByIDPUID(ctx, id.Subject)
-		if err == nil || !errors.Is(err, ErrUserNotFound) {
-			return u, err
-		}
-		u, err = s.store.UserByEmail(ctx, email)
-		if err == nil {
-			return s.link(ctx, u, id.Subject)
-		}
-		if !errors.Is(err, ErrUserNotFound) {
-			return User{}, err
-		}
-		u = newGoogleUser(id, email, s.now().UTC())
-		err = s.store.InsertUser(ctx, u)
-		if err == nil {
-			return u, nil
-		}
-		if !errors.Is(err, ErrEmailTaken) {
-			return User{}, err
-		}
+// googleLogin verifies the token, finds, links or creates the account and issues the
+// session. It returns the failure reason with the error.
+func (s *Service) googleLogin(ctx context.Context, raw string, rec *LoginRecord) (auth.Session, string, error) {
+	id, err := s.idp.Verify(ctx, raw)
+	switch {
+	case errors.Is(err, idp.ErrNotConfigured):
+		return auth.Session{}, ReasonIDPNotConfigured, idpNotConfigured()
+	case errors.Is(err, idp.ErrUnavailable):
+		return auth.Session{}, ReasonUnavailable, errs.Unavailable("identity provider unavailable", err)
+	case err != nil:
+		return auth.Session{}, ReasonInvalidToken,
+			&errs.Error{Kind: errs.KindUnauthenticated, Message: "invalid identity token", Err: err}
 	}
-	return User{}, fmt.Errorf("find or create google account: still racing after %d attempts", googleAttempts)
-}
-
-// link sets the subject on an account found by its verified e-mail. An account linked to
-// another subject stays as it is.
-func (s *Service) link(ctx context.Context, u User, sub string) (User, error) {
-	if u.IDPUID == sub {
-		return u, nil
+	email := NormalizeEmail(id.Email)
+	rec.Email = truncate(email, MaxEmailLength)
+	if _, verr := ValidateEmail(email); verr != nil || id.Subject == "" {
+		return auth.Session{}, ReasonInvalidToken, invalidIdentityToken()
 	}
-	if u.IDPUID != "" {
-		return User{}, errIdentityConflict
+	if !id.EmailVerified {
+		return auth.Session{}, ReasonEmailNotVerified, invalidIdentityToken()
 	}
-	now := s.now().UTC()
-	linked, err := s.store.LinkIDP(ctx, u.ID, sub, now)
+	u, linked, err := s.googleUser(ctx, id, email)
 	if err != nil {
-		return User{}, err
-	}
-	if !linked { // someone linked it meanwhile; only the same subject may use it
-		if u, err = s.store.UserByID(ctx, u.ID); err != nil {
-			return User{}, err
+		if errors.Is(err, errIdentityConflict) {
+			return auth.Session{}, ReasonIdentityConflict, err
 		}
-		if u.IDPUID != sub {
-			return User{}, errIdentityConflict
-		}
-		return u, nil
+		return auth.Session{}, ReasonError, err
 	}
-	u.IDPUID, u.UpdatedAt = sub, now
-	return u, nil
+	rec.UserID = u.ID
+	if linked {
+		rec.Reason = ReasonLinked
+	}
+	if reason, err := u.loginBlocked(s.now()); err != nil {
+		return auth.Session{}, reason, err
+	}
+	sess, err := s.succeed(ctx, u, *rec)
+	if err != nil {
+		return auth.Session{}, ReasonError, err
+	}
+	return sess, "", nil
 }
 
 // newGoogleUser builds the account of a first identity provider login: names from

@@ -25,6 +25,9 @@ const (
 	ReasonEmailNotVerified = "email_not_verified"
 	ReasonIDPNotConfigured = "idp_not_configured"
 	ReasonIdentityConflict = "identity_conflict"
+	// ReasonLinked marks the successful identity provider login that linked an existing
+	// account (and so removed its password and ended its other sessions).
+	ReasonLinked = "linked"
 )
 
 func badCredentials() error { return errs.E(errs.KindUnauthenticated, "invalid email or password") }
@@ -71,7 +74,7 @@ func (s *Service) checkPassword(ctx context.Context, creds Credentials, rec *Log
 		s.burnDummy(ctx, creds.Password)
 		return auth.Session{}, ReasonNoPassword, badCredentials()
 	}
-	ok, err := s.hasher.Verify(ctx, creds.Password, u.PasswordHash)
+	ok, rehash, err := s.hasher.Check(ctx, creds.Password, u.PasswordHash)
 	if err != nil {
 		return auth.Session{}, ReasonError, err
 	}
@@ -81,8 +84,8 @@ func (s *Service) checkPassword(ctx context.Context, creds Credentials, rec *Log
 	if reason, err := u.loginBlocked(s.now()); err != nil {
 		return auth.Session{}, reason, err
 	}
-	if s.hasher.NeedsRehash(u.PasswordHash) {
-		s.rehash(ctx, u.ID, creds.Password)
+	if rehash {
+		s.rehash(ctx, u, creds.Password)
 	}
 	sess, err := s.succeed(ctx, u, *rec)
 	if err != nil {
@@ -93,39 +96,43 @@ func (s *Service) checkPassword(ctx context.Context, creds Credentials, rec *Log
 
 // burnDummy spends the time of a real verification, so unknown e-mails answer no faster.
 func (s *Service) burnDummy(ctx context.Context, pw string) {
-	_, _ = s.hasher.Verify(ctx, pw, s.dummyHash)
+	_, _, _ = s.hasher.Check(ctx, pw, s.dummyHash)
 }
 
-// rehash stores the password at the current cost; a failure only delays the upgrade.
-func (s *Service) rehash(ctx context.Context, userID, pw string) {
+// rehash stores the password at the current cost (or in NFC); a failure only delays the
+// upgrade. It replaces only the hash it verified: had linking removed the password in the
+// meantime, an unconditional write would bring it back.
+func (s *Service) rehash(ctx context.Context, u User, pw string) {
 	hash, err := s.hasher.Hash(ctx, pw)
-	if err == nil {
-		err = s.store.SetPasswordHash(ctx, userID, hash, s.now().UTC())
-	}
 	if err != nil {
-		s.log.WarnContext(ctx, "rehash password failed", "user_id", userID, "err", err)
+		s.log.WarnContext(ctx, "rehash password failed", "user_id", u.ID, "err", err)
+		return
+	}
+	replaced, err := s.store.SetPasswordHash(ctx, u.ID, u.PasswordHash, hash, s.now().UTC())
+	switch {
+	case err != nil:
+		s.log.WarnContext(ctx, "rehash password failed", "user_id", u.ID, "err", err)
+	case !replaced:
+		s.log.InfoContext(ctx, "password hash changed meanwhile; rehash skipped", "user_id", u.ID)
 	}
 }
 
-// succeed records a successful login of u, stamps last_login_at and issues a new session.
-// The record is written first: no session is handed out that the audit trail lacks.
+// succeed stamps last_login_at and issues a new session with its success record (see issue).
+// A failure of any step leaves no success record, so fail can record the attempt once.
 func (s *Service) succeed(ctx context.Context, u User, rec LoginRecord) (auth.Session, error) {
 	now := s.now().UTC()
-	rec.UserID, rec.Success, rec.CreatedAt = u.ID, true, now
-	if err := s.store.InsertLoginRecord(ctx, rec); err != nil {
-		return auth.Session{}, err
-	}
 	if err := s.store.SetLastLogin(ctx, u.ID, now); err != nil {
 		return auth.Session{}, err
 	}
 	u.LastLoginAt = &now
-	return s.startSession(ctx, u, now)
+	return s.issue(ctx, u, rec, now)
 }
 
 // fail writes the failure record and returns err. A record that cannot be written is logged:
-// the caller's answer stays the same.
+// the caller's answer stays the same. The record gets its own ID: a success record whose
+// write timed out may exist under another.
 func (s *Service) fail(ctx context.Context, rec LoginRecord, reason string, err error) error {
-	rec.Reason, rec.CreatedAt = reason, s.now().UTC()
+	rec.ID, rec.Success, rec.Reason, rec.CreatedAt = newID(), false, reason, s.now().UTC()
 	if werr := s.store.InsertLoginRecord(context.WithoutCancel(ctx), rec); werr != nil {
 		s.log.ErrorContext(ctx, "write login record failed", "reason", reason, "err", werr)
 	}
@@ -143,9 +150,9 @@ func failureReason(err error) string {
 	return ReasonError
 }
 
-// newRecord starts the login record of an attempt.
+// newRecord starts the login record of an attempt; its ID is given when it is written.
 func (s *Service) newRecord(caller identity.Caller, method, email string) LoginRecord {
-	return LoginRecord{ID: newID(), Email: truncate(email, MaxEmailLength), Method: method,
+	return LoginRecord{Email: truncate(email, MaxEmailLength), Method: method,
 		IPHash: ipHash(caller), UserAgent: caller.UserAgent}
 }
 

@@ -37,23 +37,32 @@ func ipHash(caller identity.Caller) string {
 // either is refused the other is given back and the answer is 429 with Retry-After. Any
 // failure of the quota service fails the login (closed), as a 503.
 func (s *Service) reserveLogin(ctx context.Context, email string, caller identity.Caller) (loginUnits, error) {
-	clientKey := ipHash(caller)
-	if clientKey == "" {
-		clientKey = unknownClientKey
-	}
 	var units loginUnits
 	e, err := s.reserve(ctx, quota.ScopeLoginEmail, emailKey(email))
 	if err != nil {
 		return units, err
 	}
 	units.email = quota.ReleaseRequest{Scope: quota.ScopeLoginEmail, Key: emailKey(email), ID: e.ID}
-	c, err := s.reserve(ctx, quota.ScopeLoginIP, clientKey)
+	units.client, err = s.reserveClient(ctx, caller)
 	if err != nil {
 		s.release(ctx, units.email)
 		return loginUnits{}, err
 	}
-	units.client = quota.ReleaseRequest{Scope: quota.ScopeLoginIP, Key: clientKey, ID: c.ID}
 	return units, nil
+}
+
+// reserveClient takes one unit of the client's failure window. Password and identity
+// provider logins share it, so a client guessing at either is stopped for both.
+func (s *Service) reserveClient(ctx context.Context, caller identity.Caller) (quota.ReleaseRequest, error) {
+	key := ipHash(caller)
+	if key == "" {
+		key = unknownClientKey
+	}
+	r, err := s.reserve(ctx, quota.ScopeLoginIP, key)
+	if err != nil {
+		return quota.ReleaseRequest{}, err
+	}
+	return quota.ReleaseRequest{Scope: quota.ScopeLoginIP, Key: key, ID: r.ID}, nil
 }
 
 func (s *Service) reserve(ctx context.Context, scope, key string) (quota.Reservation, error) {

@@ -12,7 +12,6 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
-	"github.com/linkmesh/linkmesh/services/auth/internal/password"
 )
 
 // Options are what a Service is built from.
@@ -20,7 +19,7 @@ type Options struct {
 	Store  Store
 	Quota  Quota
 	IDP    IdentityVerifier
-	Hasher *password.Hasher
+	Hasher PasswordHasher
 	// SessionTTL is how long a session lives.
 	SessionTTL time.Duration
 	// Issuer and ClientID are the identity provider's public settings for IDPConfig.
@@ -36,7 +35,7 @@ type Service struct {
 	store     Store
 	quota     Quota
 	idp       IdentityVerifier
-	hasher    *password.Hasher
+	hasher    PasswordHasher
 	ttl       time.Duration
 	issuer    string
 	clientID  string
@@ -76,6 +75,15 @@ func (s *Service) Register(ctx context.Context, caller identity.Caller, req auth
 	if err != nil {
 		return auth.Session{}, err
 	}
+	// A hash costs tens of milliseconds and MiBs of memory: a taken e-mail is answered without
+	// one, so repeating a known address is cheap to refuse. The unique index still decides
+	// between registrations racing past this check.
+	switch _, err := s.store.UserByEmail(ctx, reg.Email); {
+	case err == nil:
+		return auth.Session{}, emailTaken()
+	case !errors.Is(err, ErrUserNotFound):
+		return auth.Session{}, err
+	}
 	hash, err := s.hasher.Hash(ctx, reg.Password)
 	if err != nil {
 		return auth.Session{}, err
@@ -86,26 +94,35 @@ func (s *Service) Register(ctx context.Context, caller identity.Caller, req auth
 		QuotaLimit: DefaultQuotaLimit, CreatedAt: now, UpdatedAt: now, LastLoginAt: &now}
 	if err := s.store.InsertUser(ctx, u); err != nil {
 		if errors.Is(err, ErrEmailTaken) {
-			return auth.Session{}, errs.E(errs.KindConflict, "email is already registered")
+			return auth.Session{}, emailTaken()
 		}
 		return auth.Session{}, err
 	}
 	rec := s.newRecord(caller, MethodPassword, u.Email)
-	rec.UserID, rec.Success, rec.Reason, rec.CreatedAt = u.ID, true, ReasonRegistered, now
-	if err := s.store.InsertLoginRecord(ctx, rec); err != nil {
-		return auth.Session{}, err
-	}
-	return s.startSession(ctx, u, now)
+	rec.Reason = ReasonRegistered
+	return s.issue(ctx, u, rec, now)
 }
 
-// startSession issues a fresh token for u; every login gets a new one (no session fixation).
-func (s *Service) startSession(ctx context.Context, u User, now time.Time) (auth.Session, error) {
+func emailTaken() error { return errs.E(errs.KindConflict, "email is already registered") }
+
+// issue starts a fresh session for u (every login gets a new token: no session fixation)
+// and writes rec as the login's success record. The record comes last and a session whose
+// record cannot be written is deleted again, so no session exists that the audit trail
+// lacks, and an attempt that fails here leaves no success record behind its failure record.
+func (s *Service) issue(ctx context.Context, u User, rec LoginRecord, now time.Time) (auth.Session, error) {
 	token, hash, err := NewSessionToken()
 	if err != nil {
 		return auth.Session{}, err
 	}
-	sess := Session{Hash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(s.ttl)}
+	sess := Session{Hash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(s.ttl), Epoch: u.SessionEpoch}
 	if err := s.store.InsertSession(ctx, sess); err != nil {
+		return auth.Session{}, err
+	}
+	rec.ID, rec.UserID, rec.Success, rec.CreatedAt = newID(), u.ID, true, now
+	if err := s.store.InsertLoginRecord(ctx, rec); err != nil {
+		if derr := s.store.DeleteSession(context.WithoutCancel(ctx), hash); derr != nil {
+			s.log.ErrorContext(ctx, "delete the session of an unrecorded login failed", "user_id", u.ID, "err", derr)
+		}
 		return auth.Session{}, err
 	}
 	return auth.Session{User: u.View(now), Token: token, ExpiresAt: sess.ExpiresAt}, nil
@@ -137,6 +154,10 @@ func (s *Service) Validate(ctx context.Context, token string) (auth.User, error)
 	}
 	if err != nil {
 		return auth.User{}, err
+	}
+	// A raised epoch ended every session issued before it (see User.SessionEpoch).
+	if sess.Epoch != u.SessionEpoch {
+		return auth.User{}, sessionInvalid()
 	}
 	return u.View(now), nil
 }

@@ -6,6 +6,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 )
@@ -28,8 +30,13 @@ type Credentials struct {
 	Email, Password string
 }
 
-// NormalizeEmail trims and lower-cases an address, as it is stored and compared everywhere.
-func NormalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+// NormalizeEmail trims, lower-cases and NFC-normalizes an address, as it is stored and
+// compared everywhere: an internationalized address typed with combining characters is the
+// same account as its precomposed spelling.
+func NormalizeEmail(s string) string { return norm.NFC.String(strings.ToLower(strings.TrimSpace(s))) }
+
+// normalizePassword is the form a new password is hashed in (the hasher normalizes too).
+func normalizePassword(pw string) string { return norm.NFC.String(pw) }
 
 // ValidateRegistration checks a register request field by field, in body order, and returns
 // the normalized registration or a 400 naming the first bad field.
@@ -49,12 +56,14 @@ func ValidateRegistration(req auth.RegisterRequest) (Registration, error) {
 	if err != nil {
 		return Registration{}, err
 	}
-	return Registration{Email: email, Password: req.Password, FirstName: first, LastName: last}, nil
+	return Registration{Email: email, Password: normalizePassword(req.Password), FirstName: first, LastName: last}, nil
 }
 
 // ValidateLogin checks that both fields are present. It deliberately does not check the
 // e-mail's syntax or the password's length: any other answer than 401 would tell a guesser
-// something, and no account can match a value registration would have refused.
+// something, and no account can match a value registration would have refused. The password
+// stays as typed: the hasher compares it in NFC, and as typed against hashes stored before
+// passwords were normalized.
 func ValidateLogin(req auth.LoginRequest) (Credentials, error) {
 	email := NormalizeEmail(req.Email)
 	if email == "" {
@@ -83,10 +92,10 @@ func ValidateEmail(s string) (string, error) {
 	return email, nil
 }
 
-// ValidatePassword checks the length in characters (runes), not bytes, so that a passphrase
-// in any script gets the same limits.
+// ValidatePassword checks the length in characters (runes) of the NFC form, not bytes, so
+// that a passphrase in any script, however it was typed, gets the same limits.
 func ValidatePassword(pw string) error {
-	if n := utf8.RuneCountInString(pw); n < MinPasswordLength || n > MaxPasswordLength {
+	if n := utf8.RuneCountInString(normalizePassword(pw)); n < MinPasswordLength || n > MaxPasswordLength {
 		return errs.Invalid("password must be between %d and %d characters", MinPasswordLength, MaxPasswordLength)
 	}
 	return nil

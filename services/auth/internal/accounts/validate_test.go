@@ -59,7 +59,7 @@ func TestValidateRegistration(t *testing.T) {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
-				if reg.Email != strings.ToLower(strings.TrimSpace(tc.req.Email)) || reg.FirstName != strings.TrimSpace(tc.req.FirstName) {
+				if reg.Email != NormalizeEmail(tc.req.Email) || reg.FirstName != strings.TrimSpace(tc.req.FirstName) {
 					t.Fatalf("not normalized: %+v", reg)
 				}
 				return
@@ -107,5 +107,50 @@ func TestTruncateKeepsRunesWhole(t *testing.T) {
 		if got := truncate(tc.in, tc.n); got != tc.want {
 			t.Errorf("truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
+	}
+}
+
+// E-mails and passwords are compared in NFC: "é" as U+00E9 and as "e" + U+0301 are one
+// character of one address or passphrase.
+func TestUnicodeNormalization(t *testing.T) {
+	const nfc, nfd = "\u00e9", "e\u0301"
+	emails := []struct{ in, want string }{
+		{"Jos" + nfd + "@Example.com", "jos" + nfc + "@example.com"},
+		{" JOS" + nfc + "@example.com ", "jos" + nfc + "@example.com"},
+		{"JOSE\u0301@EXAMPLE.COM", "jos" + nfc + "@example.com"}, // upper-case E + combining acute
+		{"\u212a@example.com", "k@example.com"},                  // KELVIN SIGN
+	}
+	for _, tc := range emails {
+		if got := NormalizeEmail(tc.in); got != tc.want {
+			t.Errorf("NormalizeEmail(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if got, err := ValidateEmail(tc.in); err != nil || got != tc.want {
+			t.Errorf("ValidateEmail(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+		if creds, err := ValidateLogin(auth.LoginRequest{Email: tc.in, Password: "x"}); err != nil || creds.Email != tc.want {
+			t.Errorf("ValidateLogin(%q) e-mail = %q, %v; want %q", tc.in, creds.Email, err, tc.want)
+		}
+	}
+	passwords := []struct {
+		name, pw, stored string // stored "" = refused
+	}{
+		// 8 characters typed as 16 runes (NFD): within the limits, hashed as 8 NFC runes.
+		{"8 NFD characters", strings.Repeat(nfd, 8), strings.Repeat(nfc, 8)},
+		{"128 NFD characters", strings.Repeat(nfd, 128), strings.Repeat(nfc, 128)},
+		{"4 NFD characters in 8 runes", strings.Repeat(nfd, 4), ""},
+		{"129 NFC characters", strings.Repeat(nfc, 129), ""},
+	}
+	for _, tc := range passwords {
+		reg, err := ValidateRegistration(auth.RegisterRequest{Email: "a@example.com", Password: tc.pw, FirstName: "A", LastName: "B"})
+		switch {
+		case tc.stored == "" && err == nil:
+			t.Errorf("%s: accepted", tc.name)
+		case tc.stored != "" && (err != nil || reg.Password != tc.stored):
+			t.Errorf("%s: password %q, %v; want %q", tc.name, reg.Password, err, tc.stored)
+		}
+	}
+	// A login keeps the password as typed: hashes stored before normalization hold those bytes.
+	if creds, _ := ValidateLogin(auth.LoginRequest{Email: "a@example.com", Password: nfd}); creds.Password != nfd {
+		t.Errorf("login password = %q, want it as typed", creds.Password)
 	}
 }

@@ -1,11 +1,12 @@
 // Package app wires the auth service together: datastores, the quota client, the identity
-// provider, the account rules, the bootstrap super admin, the HTTP server and the session
-// sweeper. main and the component tests both use it.
+// provider, the account rules, the bootstrap super admin, the HTTP server and the sweepers of
+// expired sessions and old login records. main and the component tests both use it.
 package app
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -28,10 +29,10 @@ const Name = "auth"
 
 // App is a wired auth service, ready to Run.
 type App struct {
-	cfg     config.Config
-	srv     *server.Server
-	sweeper mongodb.Sweeper
-	close   func()
+	cfg      config.Config
+	srv      *server.Server
+	sweepers []mongodb.Sweeper
+	close    func()
 }
 
 // New connects to the datastores, ensures indexes, ensures the bootstrap super admin and
@@ -83,9 +84,20 @@ func build(ctx context.Context, cfg config.Config, rt service.Runtime, keys *ide
 	}
 	srv := server.New(server.Options{Name: Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider, Ready: ds.Checks()})
 	authhttp.Register(srv.App(), keys, svc)
-	return &App{cfg: cfg, srv: srv, close: ds.Close,
-		sweeper: mongodb.Sweeper{What: "sessions", Interval: store.SweepInterval, Delete: st.DeleteExpiredSessions,
-			Now: time.Now, Logger: rt.Logger}}, nil
+	return &App{cfg: cfg, srv: srv, close: ds.Close, sweepers: sweepers(cfg, st, rt.Logger)}, nil
+}
+
+// sweepers delete what no read needs any more: expired sessions, and login records older
+// than the retention.
+func sweepers(cfg config.Config, st *store.Store, log *slog.Logger) []mongodb.Sweeper {
+	retention := cfg.LoginRecordRetention
+	return []mongodb.Sweeper{
+		{What: "sessions", Interval: store.SweepInterval, Delete: st.DeleteExpiredSessions, Now: time.Now, Logger: log},
+		{What: "login records", Interval: store.SweepInterval, Now: time.Now, Logger: log,
+			Delete: func(ctx context.Context, now time.Time) (int64, error) {
+				return st.DeleteLoginRecordsBefore(ctx, now.Add(-retention))
+			}},
+	}
 }
 
 // Run serves on the configured address until ctx ends; see Serve.
@@ -98,8 +110,12 @@ func (a *App) Run(ctx context.Context) error {
 	return a.Serve(ctx, ln)
 }
 
-// Serve serves on ln and sweeps expired sessions until ctx ends, then drains, stops the
-// sweeper and closes the datastores. Component tests call it on their own listener.
+// Serve serves on ln and runs the sweepers until ctx ends, then drains, stops the sweepers
+// and closes the datastores. Component tests call it on their own listener.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	return service.Serve(ctx, a.srv, ln, a.cfg.ShutdownDrain, a.close, a.sweeper.Run)
+	workers := make([]func(context.Context), 0, len(a.sweepers))
+	for _, sw := range a.sweepers {
+		workers = append(workers, sw.Run)
+	}
+	return service.Serve(ctx, a.srv, ln, a.cfg.ShutdownDrain, a.close, workers...)
 }

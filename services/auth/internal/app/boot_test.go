@@ -79,6 +79,8 @@ func boot(t *testing.T, configure ...func(*config.Config)) *service {
 		Redis:      pkgconfig.Redis{URL: pkgconfig.Secret(redisURL)},
 		Peers:      pkgconfig.Peers{QuotaURL: qs.URL},
 		SessionTTL: time.Hour,
+
+		LoginRecordRetention: 2160 * time.Hour,
 	}
 	for _, f := range configure {
 		f(&cfg)

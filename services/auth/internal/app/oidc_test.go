@@ -1,8 +1,10 @@
 package app_test
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/services/auth/internal/config"
 	"github.com/linkmesh/linkmesh/services/auth/internal/idp/idptest"
 )
@@ -24,6 +27,13 @@ func withIssuer(iss *idptest.Issuer, jwksURL string) func(*config.Config) {
 func (s *service) google(t *testing.T, token string) (auth.Session, error) {
 	t.Helper()
 	return s.client.Google(s.anon(t), auth.GoogleRequest{IDToken: token})
+}
+
+// from returns the context of an anonymous caller with its own identity key n, so its
+// failed-login window is its own.
+func (s *service) from(t *testing.T, n int) context.Context {
+	t.Helper()
+	return s.as(t, identity.Caller{IPHash: fmt.Sprintf("%064x", n+1)})
 }
 
 func TestGoogleFirstAndSecondLogin(t *testing.T) {
@@ -95,9 +105,11 @@ func TestGoogleRejectsBadTokens(t *testing.T) {
 		"no subject":           with("sub", nil),
 		"garbage":              "not-a-jwt",
 	}
+	client := 0
 	for name, tok := range cases {
+		client++ // each from its own client: the failures would fill one client's window
 		t.Run(name, func(t *testing.T) {
-			resp, body := s.call(t, s.anon(t), http.MethodPost, "/internal/auth/google", `{"id_token":"`+tok+`"}`)
+			resp, body := s.call(t, s.from(t, client), http.MethodPost, "/internal/auth/google", `{"id_token":"`+tok+`"}`)
 			wantFailure(t, resp, body, 401, "invalid identity token")
 		})
 	}
@@ -115,31 +127,59 @@ func TestGoogleRejectsBadTokens(t *testing.T) {
 	wantFailure(t, resp, body, 400, "id_token is required")
 }
 
-// A verified e-mail of an existing password account links it; it stays an e-mail account and
-// its password keeps working.
-func TestGoogleLinksExistingAccount(t *testing.T) {
+// Registration never verifies an e-mail, so the password account a verified provider
+// e-mail finds may be someone else's: registered first to wait for its owner. Linking hands
+// it to the provider's user: auth_provider google, no password, every older session ended.
+func TestGoogleLinkTakesOverAPreRegisteredAccount(t *testing.T) {
 	iss := idptest.New(t)
 	s := boot(t, withIssuer(iss, ""))
-	ada := register(t, s, "ada@example.com")
-	sess, err := s.google(t, iss.Sign(t, iss.Claims("sub-ada", "ADA@example.com")))
-	if err != nil || sess.User.ID != ada.User.ID || sess.User.AuthProvider != "email" || sess.User.FirstName != "Ada" {
-		t.Fatalf("google login of an existing e-mail = %+v, %v", sess, err)
+	squatter := register(t, s, "ada@example.com")
+	again, err := s.client.Login(s.anon(t), auth.LoginRequest{Email: "ada@example.com", Password: "correct-horse"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if doc := s.userDoc(t, bson.D{{Key: "_id", Value: ada.User.ID}}); doc["idp_uid"] != "sub-ada" {
-		t.Fatalf("not linked: %v", doc)
+	owner, err := s.google(t, iss.Sign(t, iss.Claims("sub-ada", "ADA@example.com")))
+	if err != nil || owner.User.ID != squatter.User.ID || owner.User.AuthProvider != "google" || owner.User.FirstName != "Ada" {
+		t.Fatalf("google login of an existing e-mail = %+v, %v", owner, err)
 	}
-	if _, err := s.client.Login(s.anon(t), auth.LoginRequest{Email: "ada@example.com", Password: "correct-horse"}); err != nil {
-		t.Fatalf("password login after linking: %v", err)
+	for _, tok := range []string{squatter.Token, again.Token} {
+		resp, body := s.call(t, s.anon(t), http.MethodPost, "/internal/auth/sessions/validate", `{"token":"`+tok+`"}`)
+		wantFailure(t, resp, body, 401, "session expired or invalid")
+	}
+	// The password is gone: the same answer as a wrong one.
+	resp, body := s.call(t, s.from(t, 1), http.MethodPost, "/internal/auth/login", `{"email":"ada@example.com","password":"correct-horse"}`)
+	wantFailure(t, resp, body, 401, "invalid email or password")
+	if u, err := s.client.Validate(s.anon(t), owner.Token); err != nil || u.AuthProvider != "google" || u.ID != owner.User.ID {
+		t.Fatalf("the owner's session = %+v, %v", u, err)
+	}
+	doc := s.userDoc(t, bson.D{{Key: "_id", Value: owner.User.ID}})
+	if doc["idp_uid"] != "sub-ada" || doc["auth_provider"] != "google" || doc["password_hash"] != nil {
+		t.Fatalf("stored account after linking = %v", doc)
+	}
+	var rec bson.M
+	if err := s.db.Collection("login_records").FindOne(t.Context(), bson.D{{Key: "method", Value: "google"}, {Key: "user_id", Value: owner.User.ID}}).Decode(&rec); err != nil ||
+		rec["success"] != true || rec["reason"] != "linked" {
+		t.Fatalf("the linking login's record = %v, %v", rec, err)
+	}
+	// A later login of the subject is a plain one and ends nothing.
+	later, err := s.google(t, iss.Sign(t, iss.Claims("sub-ada", "ada@example.com")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{owner.Token, later.Token} {
+		if _, err := s.client.Validate(s.anon(t), tok); err != nil {
+			t.Fatalf("a plain google login ended a session: %v", err)
+		}
 	}
 	// Another subject with the same e-mail does not take the account over.
 	_, err = s.google(t, iss.Sign(t, iss.Claims("sub-mallory", "ada@example.com")))
 	wantErr(t, err, errs.KindConflict, "email is linked to another identity provider account")
 	// A ban counts for identity provider logins too.
-	s.setUser(t, ada.User.ID, bson.D{{Key: "status", Value: "banned"}})
-	_, err = s.google(t, iss.Sign(t, iss.Claims("sub-ada", "ada@example.com")))
+	s.setUser(t, owner.User.ID, bson.D{{Key: "status", Value: "banned"}})
+	_, err = s.client.Google(s.from(t, 2), auth.GoogleRequest{IDToken: iss.Sign(t, iss.Claims("sub-ada", "ada@example.com"))})
 	wantErr(t, err, errs.KindForbidden, "account is banned")
-	s.setUser(t, ada.User.ID, bson.D{{Key: "status", Value: "active"}, {Key: "timeout_until", Value: time.Now().Add(time.Hour)}})
-	_, err = s.google(t, iss.Sign(t, iss.Claims("sub-ada", "ada@example.com")))
+	s.setUser(t, owner.User.ID, bson.D{{Key: "status", Value: "active"}, {Key: "timeout_until", Value: time.Now().Add(time.Hour)}})
+	_, err = s.client.Google(s.from(t, 3), auth.GoogleRequest{IDToken: iss.Sign(t, iss.Claims("sub-ada", "ada@example.com"))})
 	if e, ok := errs.As(err); !ok || e.Kind != errs.KindForbidden {
 		t.Fatalf("suspended google login = %v; want 403", err)
 	}

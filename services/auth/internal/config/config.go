@@ -17,6 +17,9 @@ import (
 const (
 	DefaultListenAddr = "127.0.0.1:8081"
 	DefaultDatabase   = "linkmesh_auth"
+	// MinLoginRecordRetention keeps at least a day of login records: less would erase the
+	// trail of an attack before anyone could look at it.
+	MinLoginRecordRetention = 24 * time.Hour
 )
 
 // Config is everything the auth service reads from its environment.
@@ -28,6 +31,9 @@ type Config struct {
 
 	// SessionTTL is how long a session (and its go_session cookie) lives.
 	SessionTTL time.Duration `env:"LINKMESH_SESSION_TTL" envDefault:"168h"`
+	// LoginRecordRetention is how long login records are kept before the sweeper deletes
+	// them: an audit trail, but one of personal data (hashed addresses, user agents).
+	LoginRecordRetention time.Duration `env:"LINKMESH_LOGIN_RECORD_RETENTION" envDefault:"2160h"`
 
 	// OIDCIssuer and OIDCClientID configure login with an identity provider's ID token;
 	// both unset turns it off.
@@ -72,6 +78,9 @@ func (c Config) Validate() error {
 	}
 	if c.SessionTTL < time.Minute || c.SessionTTL > 366*24*time.Hour {
 		return errors.New("LINKMESH_SESSION_TTL must be between 1m and 8784h")
+	}
+	if c.LoginRecordRetention < MinLoginRecordRetention {
+		return errors.New("LINKMESH_LOGIN_RECORD_RETENTION must be at least 24h")
 	}
 	if err := absoluteURL("LINKMESH_QUOTA_URL", c.QuotaURL); err != nil {
 		return err
@@ -131,6 +140,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("redis_url", c.URL),
 		slog.String("quota_url", c.QuotaURL),
 		slog.String("session_ttl", c.SessionTTL.String()),
+		slog.String("login_record_retention", c.LoginRecordRetention.String()),
 		slog.String("oidc_issuer", c.OIDCIssuer),
 		slog.String("oidc_client_id", c.OIDCClientID),
 		slog.String("oidc_jwks_url", c.OIDCJWKSURL),

@@ -13,7 +13,7 @@ const secret = "0123456789abcdef0123456789abcdef-secret"
 // clearEnv sets every variable the service reads to empty, so the host's values don't leak in.
 func clearEnv(t *testing.T) {
 	for _, k := range []string{"LINKMESH_LISTEN_ADDR", "LINKMESH_MONGODB_DATABASE", "LINKMESH_SESSION_TTL",
-		"LINKMESH_OIDC_ISSUER", "LINKMESH_OIDC_CLIENT_ID", "LINKMESH_OIDC_JWKS_URL", "LINKMESH_QUOTA_URL",
+		"LINKMESH_LOGIN_RECORD_RETENTION", "LINKMESH_OIDC_ISSUER", "LINKMESH_OIDC_CLIENT_ID", "LINKMESH_OIDC_JWKS_URL", "LINKMESH_QUOTA_URL",
 		"LINKMESH_BOOTSTRAP_ADMIN_EMAIL", "LINKMESH_BOOTSTRAP_ADMIN_PASSWORD"} {
 		t.Setenv(k, "")
 	}
@@ -27,6 +27,7 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.ListenAddr != "127.0.0.1:8081" || cfg.Database != "linkmesh_auth" || cfg.SessionTTL != 168*time.Hour ||
+		cfg.LoginRecordRetention != 2160*time.Hour ||
 		cfg.QuotaURL != "http://127.0.0.1:8085" || cfg.OIDCIssuer != "" || cfg.BootstrapAdminEmail != "" {
 		t.Fatalf("defaults = %+v", cfg)
 	}
@@ -38,7 +39,7 @@ func TestLoadReadsSettings(t *testing.T) {
 		"LINKMESH_SESSION_TTL": "2h", "LINKMESH_OIDC_ISSUER": "https://accounts.google.com",
 		"LINKMESH_OIDC_CLIENT_ID": "cid", "LINKMESH_OIDC_JWKS_URL": "https://www.googleapis.com/oauth2/v3/certs",
 		"LINKMESH_BOOTSTRAP_ADMIN_EMAIL": " Admin@Example.com ", "LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": "correct-horse",
-		"LINKMESH_QUOTA_URL": "http://127.0.0.1:9085",
+		"LINKMESH_QUOTA_URL": "http://127.0.0.1:9085", "LINKMESH_LOGIN_RECORD_RETENTION": "24h",
 	} {
 		t.Setenv(k, v)
 	}
@@ -47,7 +48,8 @@ func TestLoadReadsSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.SessionTTL != 2*time.Hour || cfg.OIDCIssuer != "https://accounts.google.com" || cfg.OIDCClientID != "cid" ||
-		cfg.OIDCJWKSURL == "" || cfg.BootstrapAdminPassword.Reveal() != "correct-horse" || cfg.QuotaURL != "http://127.0.0.1:9085" {
+		cfg.OIDCJWKSURL == "" || cfg.BootstrapAdminPassword.Reveal() != "correct-horse" || cfg.QuotaURL != "http://127.0.0.1:9085" ||
+		cfg.LoginRecordRetention != 24*time.Hour {
 		t.Fatalf("config = %+v", cfg)
 	}
 }
@@ -58,6 +60,10 @@ func TestLoadRejects(t *testing.T) {
 		"tiny session ttl":         {"LINKMESH_SESSION_TTL": "30s"},
 		"huge session ttl":         {"LINKMESH_SESSION_TTL": "9000h"},
 		"bad session ttl":          {"LINKMESH_SESSION_TTL": "a week"},
+		"retention under a day":    {"LINKMESH_LOGIN_RECORD_RETENTION": "23h59m"},
+		"retention zero":           {"LINKMESH_LOGIN_RECORD_RETENTION": "0s"},
+		"retention negative":       {"LINKMESH_LOGIN_RECORD_RETENTION": "-2160h"},
+		"bad retention":            {"LINKMESH_LOGIN_RECORD_RETENTION": "90 days"},
 		"issuer without client":    {"LINKMESH_OIDC_ISSUER": "https://accounts.google.com"},
 		"client without issuer":    {"LINKMESH_OIDC_CLIENT_ID": "cid"},
 		"relative issuer":          {"LINKMESH_OIDC_ISSUER": "accounts.google.com", "LINKMESH_OIDC_CLIENT_ID": "cid"},
@@ -84,7 +90,7 @@ func TestLoadRejects(t *testing.T) {
 }
 
 func TestLogValueMasksSecrets(t *testing.T) {
-	cfg := Config{SessionTTL: time.Hour, BootstrapAdminEmail: "a@example.com", BootstrapAdminPassword: "admin-password-1"}
+	cfg := Config{SessionTTL: time.Hour, LoginRecordRetention: 2160 * time.Hour, BootstrapAdminEmail: "a@example.com", BootstrapAdminPassword: "admin-password-1"}
 	cfg.InternalSecret = secret
 	cfg.URI = "mongodb://user:mongo-password@db/"
 	cfg.URL = "redis://:redis-password@cache/0"
@@ -96,7 +102,7 @@ func TestLogValueMasksSecrets(t *testing.T) {
 			t.Fatalf("log leaks %q: %s", leak, out)
 		}
 	}
-	if !strings.Contains(out, `"session_ttl":"1h0m0s"`) || !strings.Contains(out, `"bootstrap_admin":true`) {
+	if !strings.Contains(out, `"session_ttl":"1h0m0s"`) || !strings.Contains(out, `"login_record_retention":"2160h0m0s"`) || !strings.Contains(out, `"bootstrap_admin":true`) {
 		t.Fatalf("log lacks the settings: %s", out)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/errs"
@@ -22,6 +23,8 @@ func checkAccepted(t *testing.T, req auth.RegisterRequest) {
 	}
 	n := utf8.RuneCountInString
 	if reg.Email != strings.ToLower(strings.TrimSpace(reg.Email)) || n(reg.Email) > 254 || !strings.Contains(reg.Email, "@") ||
+		reg.Email != accounts.NormalizeEmail(reg.Email) || !norm.NFC.IsNormalString(reg.Email) ||
+		!norm.NFC.IsNormalString(reg.Password) || reg.Email != accounts.NormalizeEmail(req.Email) ||
 		n(reg.Password) < 8 || n(reg.Password) > 128 ||
 		reg.FirstName == "" || reg.LastName == "" || n(reg.FirstName) > 100 || n(reg.LastName) > 100 ||
 		reg.FirstName != strings.TrimSpace(reg.FirstName) || reg.LastName != strings.TrimSpace(reg.LastName) {
@@ -36,6 +39,8 @@ func FuzzDecodeAuthBodies(f *testing.F) {
 		`{"email":"a@example.com","password":"correct-horse","first_name":"A","last_name":"B"}`,
 		`{"email":"Name <a@example.com>","password":"x"}`,
 		`{"email":"a@example.com","password":"` + "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9" + `","first_name":" ","last_name":"\u0000"}`,
+		`{"email":"JOSE\u0301@EXAMPLE.COM","password":"cafe\u0301cafe\u0301","first_name":"A","last_name":"B"}`,
+		`{"email":"\u212a@example.com","password":"` + strings.Repeat("e\u0301", 128) + `","first_name":"A","last_name":"B"}`,
 		`{"email":5}`, `[]`, `null`, `{"password":null}`, `"\ud800"`, `{"email":"\xff@x"}`, ``,
 	} {
 		f.Add([]byte(seed))

@@ -37,6 +37,8 @@ type Config struct {
 	RetryAfter time.Duration
 	// Now is the clock of the expiry check; time.Now when nil.
 	Now func() time.Time
+	// Transport carries the requests to the provider; http.DefaultTransport when nil.
+	Transport http.RoundTripper
 }
 
 // Identity is what a verified token says about its subject.
@@ -75,7 +77,7 @@ func New(cfg Config) *Verifier {
 	}
 	// go-oidc fetches keys with the client found in its context and ignores cancellation,
 	// so the client's own timeout is what bounds a key download.
-	return &Verifier{cfg: cfg, client: &http.Client{Timeout: cfg.Timeout}}
+	return &Verifier{cfg: cfg, client: &http.Client{Timeout: cfg.Timeout, Transport: cfg.Transport}}
 }
 
 // Enabled reports whether an issuer is configured.
@@ -132,9 +134,11 @@ func (v *Verifier) get(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 	if !v.failedAt.IsZero() && now.Sub(v.failedAt) < v.cfg.RetryAfter {
 		return nil, ErrUnavailable
 	}
-	// Keys are fetched later, outside this request, so their context must not be cancelled
-	// with it; it only carries the HTTP client.
-	keyCtx := oidc.ClientContext(context.WithoutCancel(ctx), v.client)
+	// The key set keeps its context for the life of the process and fetches keys with it,
+	// for every later request. Derived from this request's, it would keep that request's
+	// values alive for good (its trace span would parent every key fetch); so it is a fresh
+	// context that carries only the HTTP client.
+	keyCtx := oidc.ClientContext(context.Background(), v.client)
 	conf := &oidc.Config{ClientID: v.cfg.ClientID, Now: v.cfg.Now}
 	if v.cfg.JWKSURL != "" {
 		v.verifier = oidc.NewVerifier(v.cfg.Issuer, oidc.NewRemoteKeySet(keyCtx, v.cfg.JWKSURL), conf)

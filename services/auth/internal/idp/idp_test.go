@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"errors"
+	"fmt"
+	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,5 +155,74 @@ func TestUnconfigured(t *testing.T) {
 	}
 	if _, err := v.Verify(context.Background(), "x.y.z"); !errors.Is(err, idp.ErrNotConfigured) {
 		t.Fatalf("Verify = %v; want ErrNotConfigured", err)
+	}
+}
+
+type requestKey struct{}
+
+// spyTransport notes, per path, the requestKey value of each request's context.
+type spyTransport struct {
+	mu   sync.Mutex
+	seen map[string][]any
+}
+
+func (s *spyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.seen[req.URL.Path] = append(s.seen[req.URL.Path], req.Context().Value(requestKey{}))
+	s.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func (s *spyTransport) values(path string) []any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]any(nil), s.seen[path]...)
+}
+
+// Key downloads happen for the life of the process, so they must not run in (and keep
+// alive) the context of the request that happened to come first: not its values, such as
+// its trace span, and not its cancellation.
+func TestKeyFetchesDoNotKeepTheFirstRequestsContext(t *testing.T) {
+	for _, withJWKSURL := range []bool{false, true} {
+		t.Run(fmt.Sprintf("jwks url %v", withJWKSURL), func(t *testing.T) {
+			iss := idptest.New(t)
+			spy := &spyTransport{seen: map[string][]any{}}
+			cfg := idp.Config{Issuer: iss.URL, ClientID: idptest.ClientID, Transport: spy}
+			if withJWKSURL {
+				cfg.JWKSURL = iss.JWKSURL()
+			}
+			v := idp.New(cfg)
+			first, cancel := context.WithCancel(context.WithValue(context.Background(), requestKey{}, "first request"))
+			if _, err := v.Verify(first, iss.Sign(t, iss.Claims("s", "a@example.com"))); err != nil {
+				t.Fatal(err)
+			}
+			cancel() // the first request is over
+			// An unknown kid makes the verifier fetch the keys again.
+			otherKey, err := rsa.GenerateKey(rand.Reader, 2048)
+			if err != nil {
+				t.Fatal(err)
+			}
+			later := context.WithValue(context.Background(), requestKey{}, "later request")
+			if _, err := v.Verify(later, idptest.SignWith(t, otherKey, "rotated-kid", iss.Claims("s", "a@example.com"))); !errors.Is(err, idp.ErrInvalidToken) {
+				t.Fatalf("unknown kid = %v; want ErrInvalidToken", err)
+			}
+			if _, err := v.Verify(later, iss.Sign(t, iss.Claims("s", "a@example.com"))); err != nil {
+				t.Fatalf("Verify after the first request was cancelled: %v", err)
+			}
+			keys := spy.values("/keys")
+			if len(keys) < 2 {
+				t.Fatalf("keys fetched %d times; want the first fetch and the refetch", len(keys))
+			}
+			for i, val := range keys {
+				if val != nil {
+					t.Fatalf("key fetch %d ran in a request's context (%v)", i, val)
+				}
+			}
+			// Discovery is part of the first request and rightly runs in its context: the
+			// spy does see values.
+			if d := spy.values(discovery); !withJWKSURL && (len(d) != 1 || d[0] != "first request") {
+				t.Fatalf("discovery contexts = %v", d)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 // Package password hashes and verifies passwords with argon2id, stored as PHC strings
 // ("$argon2id$v=19$m=19456,t=2,p=1$<salt>$<hash>") so that the parameters can be raised later
-// without invalidating existing hashes.
+// without invalidating existing hashes. Passwords are hashed in Unicode NFC, so one passphrase
+// typed with precomposed or with combining characters is the same password.
 package password
 
 import (
@@ -11,6 +12,7 @@ import (
 	"runtime"
 
 	"golang.org/x/crypto/argon2"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Params are the argon2id cost parameters of a hash.
@@ -47,31 +49,46 @@ func NewHasher(p Params, concurrency int) (*Hasher, error) {
 	return &Hasher{params: p, slots: make(chan struct{}, concurrency)}, nil
 }
 
-// Hash returns the PHC string of pw under a fresh random salt.
+// Hash returns the PHC string of pw, in NFC, under a fresh random salt.
 func (h *Hasher) Hash(ctx context.Context, pw string) (string, error) {
 	salt := make([]byte, h.params.SaltLen)
 	if _, err := rand.Read(salt); err != nil {
 		return "", fmt.Errorf("read salt: %w", err)
 	}
-	key, err := h.derive(ctx, pw, salt, h.params)
+	key, err := h.derive(ctx, norm.NFC.String(pw), salt, h.params)
 	if err != nil {
 		return "", err
 	}
 	return encode(h.params, salt, key), nil
 }
 
-// Verify reports whether pw matches encoded, using the parameters written in encoded. A
-// malformed or absurd encoded string is an error, never a panic or an unbounded allocation.
+// Verify reports whether pw matches encoded; see Check.
 func (h *Hasher) Verify(ctx context.Context, pw, encoded string) (bool, error) {
+	ok, _, err := h.Check(ctx, pw, encoded)
+	return ok, err
+}
+
+// Check reports whether pw matches encoded, using the parameters written in encoded, and
+// whether encoded should be replaced by a fresh Hash of pw. A malformed or absurd encoded
+// string is an error, never a panic or an unbounded allocation.
+//
+// pw is compared in NFC. Hashes stored before passwords were normalized hold the bytes as
+// typed, so a pw that is not in NFC is also tried as it is; such a match asks for a rehash,
+// which stores the NFC form. This costs a second derivation only for input that is not NFC.
+func (h *Hasher) Check(ctx context.Context, pw, encoded string) (ok, rehash bool, err error) {
 	p, salt, want, err := decode(encoded)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	got, err := h.derive(ctx, pw, salt, p)
-	if err != nil {
-		return false, err
+	nfc := norm.NFC.String(pw)
+	if ok, err := h.matches(ctx, nfc, salt, want, p); err != nil || ok {
+		return ok, ok && p != h.params, err
 	}
-	return subtle.ConstantTimeCompare(got, want) == 1, nil
+	if nfc == pw {
+		return false, false, nil
+	}
+	ok, err = h.matches(ctx, pw, salt, want, p)
+	return ok, ok, err
 }
 
 // NeedsRehash reports whether encoded was made with other parameters than the Hasher's, so a
@@ -79,6 +96,14 @@ func (h *Hasher) Verify(ctx context.Context, pw, encoded string) (bool, error) {
 func (h *Hasher) NeedsRehash(encoded string) bool {
 	p, _, _, err := decode(encoded)
 	return err != nil || p != h.params
+}
+
+func (h *Hasher) matches(ctx context.Context, pw string, salt, want []byte, p Params) (bool, error) {
+	got, err := h.derive(ctx, pw, salt, p)
+	if err != nil {
+		return false, err
+	}
+	return subtle.ConstantTimeCompare(got, want) == 1, nil
 }
 
 func (h *Hasher) derive(ctx context.Context, pw string, salt []byte, p Params) ([]byte, error) {

@@ -89,3 +89,50 @@ func TestRoleChangeRecord(t *testing.T) {
 		t.Fatalf("role change = %+v, want %+v", got, c)
 	}
 }
+
+// Records older than the cutoff go, in batches; newer ones, and one exactly at it, stay.
+func TestDeleteLoginRecordsBefore(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	cutoff := ms(time.Now().Add(-90 * 24 * time.Hour))
+	cases := []struct {
+		name       string
+		old, young int
+	}{
+		{"nothing old", 0, 3},
+		{"fewer than a batch", 7, 3},
+		{"more than a batch", 2*sweepBatch + 1, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := s.records.DeleteMany(ctx, bson.D{}); err != nil {
+				t.Fatal(err)
+			}
+			var docs []any
+			for i := range tc.old {
+				docs = append(docs, recordDoc{ID: fmt.Sprintf("old-%04d", i), Email: "a@example.com",
+					CreatedAt: cutoff.Add(-time.Duration(i+1) * time.Millisecond)})
+			}
+			for i := range tc.young {
+				docs = append(docs, recordDoc{ID: fmt.Sprintf("young-%d", i), Email: "a@example.com",
+					CreatedAt: cutoff.Add(time.Duration(i) * time.Hour)}) // young-0 is exactly at the cutoff
+			}
+			if _, err := s.records.InsertMany(ctx, docs); err != nil {
+				t.Fatal(err)
+			}
+			n, err := s.DeleteLoginRecordsBefore(ctx, cutoff)
+			if err != nil || n != int64(tc.old) {
+				t.Fatalf("deleted %d, %v; want %d", n, err, tc.old)
+			}
+			left, _, err := s.LoginRecords(ctx, accounts.RecordFilter{}, 0, 100)
+			if err != nil || len(left) != tc.young {
+				t.Fatalf("%d records left, %v; want the %d young ones", len(left), err, tc.young)
+			}
+			for _, r := range left {
+				if r.CreatedAt.Before(cutoff) {
+					t.Fatalf("an old record survived: %+v", r)
+				}
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ type sessionDoc struct {
 	UserID    string    `bson:"user_id"`
 	CreatedAt time.Time `bson:"created_at"`
 	ExpiresAt time.Time `bson:"expires_at"`
+	Epoch     int64     `bson:"epoch,omitempty"`
 }
 
 // InsertSession stores a new session.
@@ -40,7 +41,8 @@ func (s *Store) SessionByHash(ctx context.Context, hash string, now time.Time) (
 	if err != nil {
 		return accounts.Session{}, fmt.Errorf("find session: %w", err)
 	}
-	return accounts.Session{Hash: d.Hash, UserID: d.UserID, CreatedAt: d.CreatedAt.UTC(), ExpiresAt: d.ExpiresAt.UTC()}, nil
+	return accounts.Session{Hash: d.Hash, UserID: d.UserID, CreatedAt: d.CreatedAt.UTC(), ExpiresAt: d.ExpiresAt.UTC(),
+		Epoch: d.Epoch}, nil
 }
 
 // DeleteSession revokes a session; deleting a missing one is not an error.
@@ -49,6 +51,15 @@ func (s *Store) DeleteSession(ctx context.Context, hash string) error {
 		return fmt.Errorf("delete session: %w", err)
 	}
 	return nil
+}
+
+// DeleteSessionsByUser revokes every session of userID and says how many there were.
+func (s *Store) DeleteSessionsByUser(ctx context.Context, userID string) (int64, error) {
+	res, err := s.sessions.DeleteMany(ctx, bson.D{{Key: "user_id", Value: userID}})
+	if err != nil {
+		return 0, fmt.Errorf("delete sessions of user: %w", err)
+	}
+	return res.DeletedCount, nil
 }
 
 // DeleteExpiredSessions removes the sessions that expired at or before now.

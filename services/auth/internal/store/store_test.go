@@ -122,12 +122,6 @@ func TestConditionalUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := ms(time.Now().Add(time.Minute))
-	if ok, err := s.LinkIDP(ctx, "u1", "sub-1", now); err != nil || !ok {
-		t.Fatalf("first link = %v, %v", ok, err)
-	}
-	if ok, err := s.LinkIDP(ctx, "u1", "sub-2", now); err != nil || ok {
-		t.Fatalf("second link = %v, %v; want refused", ok, err)
-	}
 	if ok, err := s.SetRole(ctx, "u1", auth.RoleModerator, auth.RoleSuperAdmin, now); err != nil || ok {
 		t.Fatalf("set role from a stale role = %v, %v; want refused", ok, err)
 	}
@@ -140,11 +134,14 @@ func TestConditionalUpdates(t *testing.T) {
 	if err := s.SetLastLogin(ctx, "u1", now); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetPasswordHash(ctx, "u1", "$argon2id$new", now); err != nil {
-		t.Fatal(err)
+	if ok, err := s.SetPasswordHash(ctx, "u1", "$argon2id$stale", "$argon2id$other", now); err != nil || ok {
+		t.Fatalf("replace a hash the account does not have = %v, %v; want refused", ok, err)
+	}
+	if ok, err := s.SetPasswordHash(ctx, "u1", "$argon2id$x", "$argon2id$new", now); err != nil || !ok {
+		t.Fatalf("replace the current hash = %v, %v", ok, err)
 	}
 	got, err := s.UserByID(ctx, "u1")
-	if err != nil || got.IDPUID != "sub-1" || got.Role != auth.RoleSuperAdmin || !got.UpdatedAt.Equal(now) ||
+	if err != nil || got.Role != auth.RoleSuperAdmin || !got.UpdatedAt.Equal(now) ||
 		got.LastLoginAt == nil || !got.LastLoginAt.Equal(now) || got.PasswordHash != "$argon2id$new" {
 		t.Fatalf("after updates: %+v, %v", got, err)
 	}
@@ -193,5 +190,72 @@ func TestSessions(t *testing.T) {
 	}
 	if err := s.DeleteSession(ctx, "h-live"); err != nil {
 		t.Fatalf("revoking twice: %v", err)
+	}
+}
+
+// Linking is one conditional update: subject, provider, no password, a raised session epoch.
+func TestLinkIDP(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.InsertUser(ctx, user("u1", "ada@example.com")); err != nil {
+		t.Fatal(err)
+	}
+	now := ms(time.Now().Add(time.Minute))
+	if ok, err := s.LinkIDP(ctx, "u1", "sub-1", now); err != nil || !ok {
+		t.Fatalf("first link = %v, %v", ok, err)
+	}
+	got, err := s.UserByID(ctx, "u1")
+	if err != nil || got.IDPUID != "sub-1" || got.AuthProvider != auth.ProviderGoogle || got.PasswordHash != "" ||
+		got.SessionEpoch != 1 || !got.UpdatedAt.Equal(now) || got.Email != "ada@example.com" || got.Role != auth.RoleUser {
+		t.Fatalf("linked user = %+v, %v", got, err)
+	}
+	raw, err := s.users.FindOne(ctx, byID("u1")).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.LookupErr("password_hash"); err == nil {
+		t.Fatal("the password hash is still stored after linking")
+	}
+	// A second link, of any subject, changes nothing: not the subject, not the epoch.
+	for _, sub := range []string{"sub-2", "sub-1"} {
+		if ok, err := s.LinkIDP(ctx, "u1", sub, now.Add(time.Minute)); err != nil || ok {
+			t.Fatalf("link again to %s = %v, %v; want refused", sub, ok, err)
+		}
+	}
+	if got, _ := s.UserByID(ctx, "u1"); got.IDPUID != "sub-1" || got.SessionEpoch != 1 || !got.UpdatedAt.Equal(now) {
+		t.Fatalf("after refused links: %+v", got)
+	}
+	// A rehash racing the link cannot bring the password back.
+	if ok, err := s.SetPasswordHash(ctx, "u1", "$argon2id$x", "$argon2id$new", now); err != nil || ok {
+		t.Fatalf("rehash after linking = %v, %v; want refused", ok, err)
+	}
+	if ok, err := s.LinkIDP(ctx, "missing", "sub-3", now); err != nil || ok {
+		t.Fatalf("link a missing user = %v, %v", ok, err)
+	}
+}
+
+func TestDeleteSessionsByUser(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	now := ms(time.Now())
+	for i, owner := range []string{"u1", "u1", "u1", "u2"} {
+		sess := accounts.Session{Hash: fmt.Sprintf("h%d", i), UserID: owner, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Epoch: int64(i)}
+		if err := s.InsertSession(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.SessionByHash(ctx, "h2", now); err != nil || got.Epoch != 2 {
+		t.Fatalf("session epoch round trip = %+v, %v", got, err)
+	}
+	if n, err := s.DeleteSessionsByUser(ctx, "u1"); err != nil || n != 3 {
+		t.Fatalf("deleted %d, %v; want u1's 3", n, err)
+	}
+	for hash, want := range map[string]error{"h0": accounts.ErrSessionNotFound, "h2": accounts.ErrSessionNotFound, "h3": nil} {
+		if _, err := s.SessionByHash(ctx, hash, now); !errors.Is(err, want) {
+			t.Errorf("%s: %v; want %v", hash, err, want)
+		}
+	}
+	if n, err := s.DeleteSessionsByUser(ctx, "u1"); err != nil || n != 0 {
+		t.Fatalf("deleting again = %d, %v", n, err)
 	}
 }

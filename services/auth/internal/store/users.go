@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 )
 
@@ -30,6 +31,8 @@ type userDoc struct {
 	CreatedAt     time.Time  `bson:"created_at"`
 	UpdatedAt     time.Time  `bson:"updated_at"`
 	LastLoginAt   *time.Time `bson:"last_login_at,omitempty"`
+	// SessionEpoch is absent (0) until the account's sessions are first ended at once.
+	SessionEpoch int64 `bson:"session_epoch,omitempty"`
 }
 
 // InsertUser stores u; accounts.ErrEmailTaken when the e-mail exists.
@@ -74,10 +77,22 @@ func (s *Store) findUser(ctx context.Context, filter bson.D) (accounts.User, err
 	return fromUserDoc(d), nil
 }
 
-// LinkIDP sets idp_uid if the account has none yet.
+// LinkIDP links an account without idp_uid to sub in one conditional update: idp_uid set,
+// auth_provider google, password hash removed, session epoch raised. Being one update, no
+// reader ever sees the account linked with its password still in place.
 func (s *Store) LinkIDP(ctx context.Context, userID, sub string, now time.Time) (bool, error) {
 	filter := append(byID(userID), bson.E{Key: "idp_uid", Value: bson.D{{Key: "$exists", Value: false}}})
-	return s.update(ctx, "link identity", filter, bson.D{{Key: "idp_uid", Value: sub}, {Key: "updated_at", Value: now}})
+	update := bson.D{
+		{Key: "$set", Value: bson.D{{Key: "idp_uid", Value: sub}, {Key: "auth_provider", Value: auth.ProviderGoogle},
+			{Key: "updated_at", Value: now}}},
+		{Key: "$unset", Value: bson.D{{Key: "password_hash", Value: ""}}},
+		{Key: "$inc", Value: bson.D{{Key: "session_epoch", Value: int64(1)}}},
+	}
+	res, err := s.users.UpdateOne(ctx, filter, update)
+	if err != nil {
+		return false, fmt.Errorf("link identity: %w", err)
+	}
+	return res.MatchedCount == 1, nil
 }
 
 // SetLastLogin stamps a successful login.
@@ -86,11 +101,12 @@ func (s *Store) SetLastLogin(ctx context.Context, userID string, at time.Time) e
 	return err
 }
 
-// SetPasswordHash replaces the password hash (a rehash at the current cost).
-func (s *Store) SetPasswordHash(ctx context.Context, userID, hash string, now time.Time) error {
-	_, err := s.update(ctx, "set password hash", byID(userID),
+// SetPasswordHash replaces the password hash old (a rehash at the current cost) with hash;
+// false when the account no longer has old.
+func (s *Store) SetPasswordHash(ctx context.Context, userID, old, hash string, now time.Time) (bool, error) {
+	filter := append(byID(userID), bson.E{Key: "password_hash", Value: old})
+	return s.update(ctx, "set password hash", filter,
 		bson.D{{Key: "password_hash", Value: hash}, {Key: "updated_at", Value: now}})
-	return err
 }
 
 // SetRole changes the role only if it is still from: a compare-and-set, since FerretDB has

@@ -43,3 +43,14 @@ type Peers struct {
 	ModerationURL string `env:"LINKMESH_MODERATION_URL" envDefault:"http://127.0.0.1:8084"`
 	QuotaURL      string `env:"LINKMESH_QUOTA_URL" envDefault:"http://127.0.0.1:8085"`
 }
+
+// Defaults fills the listen address and database (m may be nil) a service uses when the
+// environment names none.
+func Defaults(s *Service, m *Mongo, listen, database string) {
+	if s.ListenAddr == "" {
+		s.ListenAddr = listen
+	}
+	if m != nil && m.Database == "" {
+		m.Database = database
+	}
+}

@@ -35,3 +35,17 @@ func TestLoadReadsEnvironment(t *testing.T) {
 		t.Fatal("a short internal secret must be refused")
 	}
 }
+
+func TestDefaultsFillOnlyWhatIsUnset(t *testing.T) {
+	s, m := Service{}, Mongo{}
+	Defaults(&s, &m, "127.0.0.1:1", "db_a")
+	if s.ListenAddr != "127.0.0.1:1" || m.Database != "db_a" {
+		t.Fatalf("unset values not filled: %+v %+v", s, m)
+	}
+	s, m = Service{ListenAddr: ":9"}, Mongo{Database: "mine"}
+	Defaults(&s, &m, "127.0.0.1:1", "db_a")
+	Defaults(&s, nil, "127.0.0.1:2", "ignored")
+	if s.ListenAddr != ":9" || m.Database != "mine" {
+		t.Fatalf("set values overwritten: %+v %+v", s, m)
+	}
+}

@@ -23,12 +23,7 @@ func ServeProbes(ctx context.Context, rt Runtime, name, defaultAddr string) erro
 	if err != nil {
 		return err
 	}
-	if cfg.ListenAddr == "" {
-		cfg.ListenAddr = defaultAddr
-	}
-	if cfg.Database == "" {
-		cfg.Database = "linkmesh_" + name
-	}
+	config.Defaults(&cfg.Service, &cfg.Mongo, defaultAddr, "linkmesh_"+name)
 	if err := cfg.Service.Validate(); err != nil {
 		return err
 	}

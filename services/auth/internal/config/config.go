@@ -63,12 +63,7 @@ func Load() (Config, error) {
 
 // ApplyDefaults fills the service's own defaults of shared settings.
 func (c *Config) ApplyDefaults() {
-	if c.ListenAddr == "" {
-		c.ListenAddr = DefaultListenAddr
-	}
-	if c.Database == "" {
-		c.Database = DefaultDatabase
-	}
+	config.Defaults(&c.Service, &c.Mongo, DefaultListenAddr, DefaultDatabase)
 }
 
 // Validate checks the settings that have no safe default or a bounded range.

@@ -38,9 +38,7 @@ func Load() (Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	if cfg.ListenAddr == "" {
-		cfg.ListenAddr = "127.0.0.1:8080"
-	}
+	config.Defaults(&cfg.Service, nil, "127.0.0.1:8080", "")
 	if err := cfg.Service.Validate(); err != nil {
 		return cfg, err
 	}

@@ -31,12 +31,7 @@ func Load() (Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	if cfg.ListenAddr == "" {
-		cfg.ListenAddr = "127.0.0.1:8082"
-	}
-	if cfg.Database == "" {
-		cfg.Database = "linkmesh_link"
-	}
+	config.Defaults(&cfg.Service, &cfg.Mongo, "127.0.0.1:8082", "linkmesh_link")
 	if err := cfg.Service.Validate(); err != nil {
 		return cfg, err
 	}

@@ -49,12 +49,7 @@ func Load() (Config, error) {
 }
 
 func (c *Config) applyDefaults() {
-	if c.ListenAddr == "" {
-		c.ListenAddr = DefaultListenAddr
-	}
-	if c.Database == "" {
-		c.Database = DefaultDatabase
-	}
+	config.Defaults(&c.Service, &c.Mongo, DefaultListenAddr, DefaultDatabase)
 }
 
 // Validate checks the settings that have no safe default or a bounded range.

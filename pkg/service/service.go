@@ -74,3 +74,14 @@ func Serve(ctx context.Context, srv *server.Server, ln net.Listener, drain time.
 	release()
 	return err
 }
+
+// Listen takes addr and hands it to serve. If the address cannot be taken, release frees
+// what the service had already opened (datastore clients), since serve never ran.
+func Listen(ctx context.Context, addr string, serve func(context.Context, net.Listener) error, release func()) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		release()
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return serve(ctx, ln)
+}

@@ -21,6 +21,6 @@ func main() {
 		if err != nil {
 			return err
 		}
-		return a.Run(ctx)
+		return service.Listen(ctx, cfg.ListenAddr, a.Serve, a.Close)
 	})
 }

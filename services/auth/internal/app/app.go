@@ -100,16 +100,6 @@ func sweepers(cfg config.Config, st *store.Store, log *slog.Logger) []mongodb.Sw
 	}
 }
 
-// Run serves on the configured address until ctx ends; see Serve.
-func (a *App) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", a.cfg.ListenAddr)
-	if err != nil {
-		a.close()
-		return fmt.Errorf("listen %s: %w", a.cfg.ListenAddr, err)
-	}
-	return a.Serve(ctx, ln)
-}
-
 // Serve serves on ln and runs the sweepers until ctx ends, then drains, stops the sweepers
 // and closes the datastores. Component tests call it on their own listener.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
@@ -119,3 +109,6 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return service.Serve(ctx, a.srv, ln, a.cfg.ShutdownDrain, a.close, workers...)
 }
+
+// Close releases the datastores of an app that will not serve.
+func (a *App) Close() { a.close() }

@@ -3,8 +3,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net"
 
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/app"
@@ -23,9 +21,5 @@ func run(ctx context.Context, rt service.Runtime) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.ListenAddr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	return a.Serve(ctx, ln, cfg)
+	return service.Listen(ctx, cfg.ListenAddr, a.Serve, a.Close)
 }

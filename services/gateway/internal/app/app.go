@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/trace"
@@ -29,7 +30,7 @@ import (
 // App is a built gateway.
 type App struct {
 	Server *server.Server
-	Cache  *redirect.Cache
+	drain  time.Duration
 	close  func()
 }
 
@@ -71,10 +72,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, tp trace.Trac
 		Health:   map[string]gwhttp.Probe{"auth": authHTTP.Ready, "link": linkHTTP.Ready},
 		Logger:   log,
 	})
-	return &App{Server: srv, Cache: cache, close: func() { cancelSub(); _ = rdb.Close() }}, nil
+	return &App{Server: srv, drain: cfg.ShutdownDrain, close: func() { cancelSub(); _ = rdb.Close() }}, nil
 }
 
 // Serve runs the server on ln until ctx ends, then releases Redis.
-func (a *App) Serve(ctx context.Context, ln net.Listener, cfg config.Config) error {
-	return service.Serve(ctx, a.Server, ln, cfg.ShutdownDrain, a.close)
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	return service.Serve(ctx, a.Server, ln, a.drain, a.close)
 }
+
+// Close releases Redis for an app that will not serve.
+func (a *App) Close() { a.close() }

@@ -24,7 +24,10 @@ const CookieName = "go_session"
 // maxToken bounds what is worth asking the auth service about; real tokens are 43 bytes.
 const maxToken = 256
 
-const localsUser = "linkmesh.user"
+const (
+	localsUser = "linkmesh.user"
+	localsKey  = "linkmesh.identity_key"
+)
 
 // PlausibleToken reports whether a cookie value could be a session token at all; others are
 // refused without asking the auth service.
@@ -49,9 +52,9 @@ func NewGate(v Validator, keys *identity.Keys, ips *clientip.Resolver, keyer *cl
 	return &Gate{auth: v, keys: keys, ips: ips, keyer: keyer, secure: secure}
 }
 
-// ClientAddr is the caller's address per the trusted-proxy rules. Every X-Forwarded-For
+// clientAddr is the caller's address per the trusted-proxy rules. Every X-Forwarded-For
 // line counts: a proxy that adds its own line must not leave the client's line in charge.
-func (g *Gate) ClientAddr(c *fiber.Ctx) netip.Addr {
+func (g *Gate) clientAddr(c *fiber.Ctx) netip.Addr {
 	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
 	lines := c.Request().Header.PeekAll(fiber.HeaderXForwardedFor)
 	xff := make([]string, len(lines))
@@ -61,11 +64,16 @@ func (g *Gate) ClientAddr(c *fiber.Ctx) netip.Addr {
 	return g.ips.ClientIP(peer, strings.Join(xff, ","))
 }
 
-// IdentityKey is the HMAC of the caller's address: what quotas and audit records keep.
-func (g *Gate) IdentityKey(c *fiber.Ctx) string { return g.KeyFor(g.ClientAddr(c)) }
-
-// KeyFor is the identity key of addr.
-func (g *Gate) KeyFor(addr netip.Addr) string { return g.keyer.Key(addr) }
+// IdentityKey is the HMAC of the caller's address: what quotas and audit records keep. It
+// is derived once per request, however many internal calls carry it.
+func (g *Gate) IdentityKey(c *fiber.Ctx) string {
+	if key, ok := c.Locals(localsKey).(string); ok {
+		return key
+	}
+	key := g.keyer.Key(g.clientAddr(c))
+	c.Locals(localsKey, key)
+	return key
+}
 
 // As returns the request context carrying a token for caller, with the client's IP hash and
 // User-Agent filled in.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -23,6 +24,7 @@ import (
 // App is a running link service's parts.
 type App struct {
 	Server *server.Server
+	drain  time.Duration
 	close  func()
 }
 
@@ -62,10 +64,13 @@ func New(ctx context.Context, cfg config.Config, deps Deps) (*App, error) {
 		Name: "link", Logger: deps.Logger, TracerProvider: deps.TracerProvider, Ready: ds.Checks(),
 	})
 	linkhttp.Register(srv.App(), keys, svc)
-	return &App{Server: srv, close: ds.Close}, nil
+	return &App{Server: srv, drain: cfg.ShutdownDrain, close: ds.Close}, nil
 }
 
 // Serve runs the server on ln until ctx ends, then releases the datastores.
-func (a *App) Serve(ctx context.Context, ln net.Listener, cfg config.Config) error {
-	return service.Serve(ctx, a.Server, ln, cfg.ShutdownDrain, a.close)
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	return service.Serve(ctx, a.Server, ln, a.drain, a.close)
 }
+
+// Close releases the datastores of an app that will not serve.
+func (a *App) Close() { a.close() }

@@ -66,18 +66,11 @@ func New(ctx context.Context, cfg config.Config, rt service.Runtime) (_ *App, er
 	return a, nil
 }
 
-// Run serves on the configured address until ctx ends; see Serve.
-func (a *App) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", a.cfg.ListenAddr)
-	if err != nil {
-		a.close()
-		return fmt.Errorf("listen %s: %w", a.cfg.ListenAddr, err)
-	}
-	return a.Serve(ctx, ln)
-}
-
 // Serve serves on ln and sweeps expired buckets until ctx ends, then drains, stops the
 // sweeper and closes the datastores. Component tests call it on their own listener.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	return service.Serve(ctx, a.srv, ln, a.cfg.ShutdownDrain, a.close, a.sweeper.Run)
 }
+
+// Close releases the datastores of an app that will not serve.
+func (a *App) Close() { a.close() }

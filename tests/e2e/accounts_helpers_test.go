@@ -79,15 +79,22 @@ func admin(t *testing.T) string {
 // setUser changes a stored account the way the moderation features will (ban, timeout).
 func setUser(t *testing.T, id string, set bson.D) {
 	t.Helper()
+	setStored(t, "auth", "users", bson.D{{Key: "_id", Value: id}}, set)
+}
+
+// setStored $sets fields of exactly one document in a service's own database: the state
+// changes whose API arrives with later features.
+func setStored(t *testing.T, service, collection string, filter, set bson.D) {
+	t.Helper()
 	ctx := context.Background()
 	mc, err := mongo.Connect(options.Client().ApplyURI(mongoURI))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = mc.Disconnect(ctx) }()
-	res, err := mc.Database(dbPrefix+"_auth").Collection("users").UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: set}})
+	res, err := mc.Database(dbPrefix+"_"+service).Collection(collection).UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
 	if err != nil || res.MatchedCount != 1 {
-		t.Fatalf("update user %s: %v %+v", id, err, res)
+		t.Fatalf("update %s.%s %v: %v %+v", service, collection, filter, err, res)
 	}
 }
 

@@ -6,24 +6,14 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // setLink changes a stored link the way the moderation and renewal features will, then
 // broadcasts the change as the link service does: drop its Redis copy, publish the code.
 func setLink(t *testing.T, code string, set bson.D) {
 	t.Helper()
+	setStored(t, "link", "links", bson.D{{Key: "short_code", Value: code}}, set)
 	ctx := context.Background()
-	mc, err := mongo.Connect(options.Client().ApplyURI(mongoURI))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = mc.Disconnect(ctx) }()
-	res, err := mc.Database(dbPrefix+"_link").Collection("links").UpdateOne(ctx, bson.D{{Key: "short_code", Value: code}}, bson.D{{Key: "$set", Value: set}})
-	if err != nil || res.MatchedCount != 1 {
-		t.Fatalf("update %s: %v %+v", code, err, res)
-	}
 	rdb := redisClient(t)
 	if err := rdb.Incr(ctx, "linkmesh:link:version:"+code).Err(); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,9 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
 	"time"
 )
 
@@ -16,12 +19,31 @@ type Service struct {
 	ShutdownDrain time.Duration `env:"LINKMESH_SHUTDOWN_DRAIN" envDefault:"0s"`
 }
 
+// Common returns the shared settings; every service config has it through embedding.
+func (s *Service) Common() *Service { return s }
+
 // Validate checks the settings that have no safe default.
 func (s Service) Validate() error {
 	if len(s.InternalSecret) < 32 {
 		return errors.New("LINKMESH_INTERNAL_SECRET must be set to at least 32 characters")
 	}
+	if _, err := ParseLogLevel(s.LogLevel); err != nil {
+		return err
+	}
+	if s.ShutdownDrain < 0 || s.ShutdownDrain > time.Minute {
+		return fmt.Errorf("LINKMESH_SHUTDOWN_DRAIN must be between 0s and 1m, got %s", s.ShutdownDrain)
+	}
 	return nil
+}
+
+// ParseLogLevel reads debug, info, warn or error (any letter case). An unknown level is an
+// error rather than a silent info: an operator who asked for debug must not be left guessing.
+func ParseLogLevel(s string) (slog.Level, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(s)); err != nil || s == "" {
+		return 0, fmt.Errorf("LINKMESH_LOG_LEVEL must be debug, info, warn or error, got %q", s)
+	}
+	return lvl, nil
 }
 
 // Mongo holds the MongoDB settings of a service that owns a database.
@@ -30,27 +52,108 @@ type Mongo struct {
 	Database string `env:"LINKMESH_MONGODB_DATABASE"`
 }
 
+// MongoSettings returns the MongoDB settings; a config that embeds Mongo owns a database.
+func (m *Mongo) MongoSettings() *Mongo { return m }
+
 // Redis holds the Redis settings.
 type Redis struct {
 	URL Secret `env:"LINKMESH_REDIS_URL" envDefault:"redis://127.0.0.1:6379/0"`
 }
 
-// Peers are the base URLs of the other services.
+// RedisSettings returns the Redis settings; a config that embeds Redis uses Redis.
+func (r *Redis) RedisSettings() *Redis { return r }
+
+// Peers are the base URLs of the other services; unset ones default to DefaultURL.
 type Peers struct {
-	AuthURL       string `env:"LINKMESH_AUTH_URL" envDefault:"http://127.0.0.1:8081"`
-	LinkURL       string `env:"LINKMESH_LINK_URL" envDefault:"http://127.0.0.1:8082"`
-	AnalyticsURL  string `env:"LINKMESH_ANALYTICS_URL" envDefault:"http://127.0.0.1:8083"`
-	ModerationURL string `env:"LINKMESH_MODERATION_URL" envDefault:"http://127.0.0.1:8084"`
-	QuotaURL      string `env:"LINKMESH_QUOTA_URL" envDefault:"http://127.0.0.1:8085"`
+	AuthURL       string `env:"LINKMESH_AUTH_URL"`
+	LinkURL       string `env:"LINKMESH_LINK_URL"`
+	AnalyticsURL  string `env:"LINKMESH_ANALYTICS_URL"`
+	ModerationURL string `env:"LINKMESH_MODERATION_URL"`
+	QuotaURL      string `env:"LINKMESH_QUOTA_URL"`
 }
 
-// Defaults fills the listen address and database (m may be nil) a service uses when the
-// environment names none.
-func Defaults(s *Service, m *Mongo, listen, database string) {
+// PeerSettings returns the peer URLs; a config that embeds Peers calls other services.
+func (p *Peers) PeerSettings() *Peers { return p }
+
+// Public holds the public base of short links, which the gateway and the link service share.
+type Public struct {
+	BaseURL string `env:"LINKMESH_BASE_URL" envDefault:"http://localhost:8080"`
+}
+
+// PublicSettings returns the public settings.
+func (p *Public) PublicSettings() *Public { return p }
+
+// Validate checks that the base is an absolute http(s) URL.
+func (p Public) Validate() error { return AbsoluteURL("LINKMESH_BASE_URL", p.BaseURL) }
+
+// AbsoluteURL checks that the setting name holds an absolute http(s) URL with a host.
+func AbsoluteURL(name, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s must be an absolute http(s) URL, got %q", name, raw)
+	}
+	return nil
+}
+
+// The services, in the order their default ports run.
+const (
+	Gateway    = "gateway"
+	Auth       = "auth"
+	Link       = "link"
+	Analytics  = "analytics"
+	Moderation = "moderation"
+	Quota      = "quota"
+)
+
+// DefaultAddr is where a service listens on one machine when LINKMESH_LISTEN_ADDR is unset;
+// peers find it there when their LINKMESH_<SERVICE>_URL is unset. This is the one table of
+// default addresses.
+func DefaultAddr(service string) string {
+	port, ok := map[string]string{
+		Gateway: "8080", Auth: "8081", Link: "8082", Analytics: "8083", Moderation: "8084", Quota: "8085",
+	}[service]
+	if !ok {
+		return ""
+	}
+	return "127.0.0.1:" + port
+}
+
+// DefaultURL is the base URL of a service at its default address.
+func DefaultURL(service string) string { return "http://" + DefaultAddr(service) }
+
+// DefaultDatabase is the MongoDB database a service owns when LINKMESH_MONGODB_DATABASE is unset.
+func DefaultDatabase(service string) string { return "linkmesh_" + service }
+
+// ApplyDefaults fills what the environment left unset for service: its listen address, its
+// database (m may be nil) and its peers' URLs (p may be nil).
+func ApplyDefaults(service string, s *Service, m *Mongo, p *Peers) {
 	if s.ListenAddr == "" {
-		s.ListenAddr = listen
+		s.ListenAddr = DefaultAddr(service)
 	}
 	if m != nil && m.Database == "" {
-		m.Database = database
+		m.Database = DefaultDatabase(service)
 	}
+	if p != nil {
+		for _, peer := range []struct {
+			url  *string
+			name string
+		}{{&p.AuthURL, Auth}, {&p.LinkURL, Link}, {&p.AnalyticsURL, Analytics}, {&p.ModerationURL, Moderation}, {&p.QuotaURL, Quota}} {
+			if *peer.url == "" {
+				*peer.url = DefaultURL(peer.name)
+			}
+		}
+	}
+}
+
+// Validate checks every peer URL.
+func (p Peers) Validate() error {
+	for _, peer := range []struct{ name, url string }{
+		{"LINKMESH_AUTH_URL", p.AuthURL}, {"LINKMESH_LINK_URL", p.LinkURL}, {"LINKMESH_ANALYTICS_URL", p.AnalyticsURL},
+		{"LINKMESH_MODERATION_URL", p.ModerationURL}, {"LINKMESH_QUOTA_URL", p.QuotaURL},
+	} {
+		if err := AbsoluteURL(peer.name, peer.url); err != nil {
+			return err
+		}
+	}
+	return nil
 }

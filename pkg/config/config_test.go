@@ -36,16 +36,44 @@ func TestLoadReadsEnvironment(t *testing.T) {
 	}
 }
 
-func TestDefaultsFillOnlyWhatIsUnset(t *testing.T) {
-	s, m := Service{}, Mongo{}
-	Defaults(&s, &m, "127.0.0.1:1", "db_a")
-	if s.ListenAddr != "127.0.0.1:1" || m.Database != "db_a" {
-		t.Fatalf("unset values not filled: %+v %+v", s, m)
+func TestApplyDefaultsFillOnlyWhatIsUnset(t *testing.T) {
+	s, m, p := Service{}, Mongo{}, Peers{LinkURL: "http://link:80"}
+	ApplyDefaults(Quota, &s, &m, &p)
+	if s.ListenAddr != "127.0.0.1:8085" || m.Database != "linkmesh_quota" || p.AuthURL != "http://127.0.0.1:8081" ||
+		p.QuotaURL != "http://127.0.0.1:8085" || p.LinkURL != "http://link:80" {
+		t.Fatalf("unset values not filled, or set ones overwritten: %+v %+v %+v", s, m, p)
 	}
 	s, m = Service{ListenAddr: ":9"}, Mongo{Database: "mine"}
-	Defaults(&s, &m, "127.0.0.1:1", "db_a")
-	Defaults(&s, nil, "127.0.0.1:2", "ignored")
+	ApplyDefaults(Auth, &s, &m, nil)
 	if s.ListenAddr != ":9" || m.Database != "mine" {
 		t.Fatalf("set values overwritten: %+v %+v", s, m)
+	}
+}
+
+// Every service has a default address, all different; an unknown name has none.
+func TestDefaultAddrTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, svc := range []string{Gateway, Auth, Link, Analytics, Moderation, Quota} {
+		addr := DefaultAddr(svc)
+		if addr == "" || seen[addr] {
+			t.Fatalf("%s: default address %q missing or shared", svc, addr)
+		}
+		seen[addr] = true
+	}
+	if DefaultAddr("nope") != "" {
+		t.Fatal("an unknown service has a default address")
+	}
+}
+
+func TestParseLogLevel(t *testing.T) {
+	for in, want := range map[string]slog.Level{"debug": slog.LevelDebug, "INFO": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError} {
+		if got, err := ParseLogLevel(in); err != nil || got != want {
+			t.Errorf("%q: %v %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "verbose", "inf", "info ", "-4"} {
+		if _, err := ParseLogLevel(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
+// MsgBodyTooLarge is the message of a 413; server.BodyLimit is the limit it names.
+const MsgBodyTooLarge = "request body exceeds 64 KiB"
+
 // Envelope is the body of every failure response.
 type Envelope struct {
 	Error string `json:"error"`
@@ -40,7 +43,7 @@ func fiberMessage(fe *fiber.Error) string {
 	case http.StatusMethodNotAllowed:
 		return "method not allowed"
 	case http.StatusRequestEntityTooLarge:
-		return "request body exceeds 64 KiB"
+		return MsgBodyTooLarge
 	}
 	if fe.Code >= 500 {
 		return "internal server error"
@@ -52,10 +55,30 @@ func fiberMessage(fe *fiber.Error) string {
 	return "malformed request"
 }
 
+// Classifier recognises a failure of a dependency that a store passed up as a plain error
+// (a datastore that cannot be reached, say) and says what the client sees instead of a 500;
+// it returns nil for errors it does not know.
+type Classifier func(error) *Error
+
+// Classify gives err to each classifier unless it already carries a deliberate kind, and
+// returns the first answer; otherwise err itself.
+func Classify(err error, classifiers ...Classifier) error {
+	if e, ok := As(err); ok && e.Kind != KindInternal {
+		return err
+	}
+	for _, classify := range classifiers {
+		if e := classify(err); e != nil {
+			return e
+		}
+	}
+	return err
+}
+
 // Handler returns the Fiber error handler that writes the envelope; server errors are logged
-// with their cause.
-func Handler(logger *slog.Logger) fiber.ErrorHandler {
+// with their cause. Errors no handler classified pass through classifiers first.
+func Handler(logger *slog.Logger, classifiers ...Classifier) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
+		err = Classify(err, classifiers...)
 		status, msg, retry := Response(err)
 		if status >= 500 {
 			logger.ErrorContext(c.UserContext(), "request failed",

@@ -6,18 +6,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"strings"
 
 	"go.opentelemetry.io/otel/trace"
 )
 
-// New returns a JSON logger writing to w at the named level (debug, info, warn, error).
-func New(w io.Writer, service, level string) *slog.Logger {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
-		lvl = slog.LevelInfo
-	}
-	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl})
+// New returns a JSON logger writing to w at level (config.ParseLogLevel reads the setting).
+func New(w io.Writer, service string, level slog.Level) *slog.Logger {
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
 	return slog.New(traceHandler{h}).With("service", service)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"testing"
 
 	"go.opentelemetry.io/otel/trace"
@@ -11,7 +12,7 @@ import (
 
 func TestLinesCarryTraceIDs(t *testing.T) {
 	var buf bytes.Buffer
-	log := New(&buf, "link", "info")
+	log := New(&buf, "link", slog.LevelInfo)
 	sc := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5}, TraceFlags: trace.FlagsSampled,
 	})

@@ -35,6 +35,9 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	// Ready lists the dependencies /readyz checks, by name.
 	Ready map[string]Check
+	// Classify turns dependency failures that reach the error handler as plain errors into
+	// the answer clients see (a datastore outage is a 503, not a 500).
+	Classify []errs.Classifier
 }
 
 // Server wraps a Fiber app with linkmesh's middleware and lifecycle.
@@ -47,14 +50,17 @@ type Server struct {
 
 // New builds the app with probes and middleware installed; add routes with App.
 func New(opts Options) *Server {
-	s := &Server{log: opts.Logger, ready: opts.Ready}
+	s := &Server{log: opts.Logger, ready: map[string]Check{}}
+	for name, check := range opts.Ready {
+		s.ready[name] = check
+	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               opts.Name,
 		DisableStartupMessage: true,
 		// Paths are case-sensitive like short codes are; a rule keyed on a path (the
 		// same-site check of /api/auth/) must not be dodged by writing it in capitals.
 		CaseSensitive:  true,
-		ErrorHandler:   withRequestID(errs.Handler(opts.Logger)),
+		ErrorHandler:   withRequestID(errs.Handler(opts.Logger, opts.Classify...)),
 		BodyLimit:      BodyLimit,
 		ReadBufferSize: 16 * 1024,
 		ReadTimeout:    15 * time.Second,
@@ -85,6 +91,9 @@ func isNoop(tp trace.TracerProvider) bool {
 	return ok
 }
 
+// AddReady adds a dependency to what /readyz checks; call it before Serve.
+func (s *Server) AddReady(name string, check Check) { s.ready[name] = check }
+
 // App returns the Fiber app for route registration.
 func (s *Server) App() *fiber.App { return s.app }
 
@@ -110,17 +119,8 @@ func (s *Server) readyz(c *fiber.Ctx) error {
 	return ok(c)
 }
 
-// Run serves on addr until ctx is cancelled, then fails readiness, waits drain so load
+// Serve serves on ln until ctx is cancelled, then fails readiness, waits drain so load
 // balancers notice, and shuts down, letting in-flight requests finish.
-func (s *Server) Run(ctx context.Context, addr string, drain time.Duration) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
-	}
-	return s.Serve(ctx, ln, drain)
-}
-
-// Serve is Run on an existing listener.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
 	// Fiber answers methods it does not know with a plain-text 400 before any handler runs.
 	srv := s.app.Server()

@@ -7,40 +7,58 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/pkg/redisdb"
 	"github.com/linkmesh/linkmesh/pkg/server"
 )
 
-// Datastores are a service's own MongoDB database and its Redis client.
+// Datastores are a service's own MongoDB database and its Redis client; each is nil when
+// the service's configuration has no settings for it.
 type Datastores struct {
 	Mongo *mongo.Client
 	DB    *mongo.Database
 	Redis *redis.Client
 }
 
-// OpenDatastores connects to both, traced with tp.
-func OpenDatastores(ctx context.Context, m config.Mongo, r config.Redis, tp trace.TracerProvider) (*Datastores, error) {
-	mc, db, err := mongodb.Connect(ctx, m.URI.Reveal(), m.Database, tp)
-	if err != nil {
-		return nil, err
+// openDatastores connects to the datastores cfg configures, traced with tp.
+func openDatastores(ctx context.Context, cfg Config, tp trace.TracerProvider) (*Datastores, error) {
+	d := &Datastores{}
+	if mc, ok := cfg.(mongoConfig); ok {
+		m := mc.MongoSettings()
+		var err error
+		if d.Mongo, d.DB, err = mongodb.Connect(ctx, m.URI.Reveal(), m.Database, tp); err != nil {
+			return nil, err
+		}
 	}
-	rdb, err := redisdb.Connect(ctx, r.URL.Reveal(), tp)
-	if err != nil {
-		_ = mc.Disconnect(ctx)
-		return nil, err
+	if rc, ok := cfg.(redisConfig); ok {
+		rdb, err := redisdb.Connect(ctx, rc.RedisSettings().URL.Reveal(), tp)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		d.Redis = rdb
 	}
-	return &Datastores{Mongo: mc, DB: db, Redis: rdb}, nil
+	return d, nil
 }
 
-// Checks are the readiness checks of both datastores.
+// Checks are the readiness checks of the open datastores.
 func (d *Datastores) Checks() map[string]server.Check {
-	return map[string]server.Check{"mongodb": mongodb.Ping(d.Mongo), "redis": redisdb.Ping(d.Redis)}
+	checks := map[string]server.Check{}
+	if d.Mongo != nil {
+		checks["mongodb"] = mongodb.Ping(d.Mongo)
+	}
+	if d.Redis != nil {
+		checks["redis"] = redisdb.Ping(d.Redis)
+	}
+	return checks
 }
 
-// Close releases both clients.
+// Close releases the open clients.
 func (d *Datastores) Close() {
-	_ = d.Redis.Close()
-	_ = d.Mongo.Disconnect(context.Background())
+	if d.Redis != nil {
+		_ = d.Redis.Close()
+	}
+	if d.Mongo != nil {
+		_ = d.Mongo.Disconnect(context.Background())
+	}
 }

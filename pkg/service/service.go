@@ -1,5 +1,8 @@
-// Package service is the start-up shared by every linkmesh command: signals, the JSON logger
-// and tracing, then the service's own run function.
+// Package service is the one boot path of every linkmesh service. Main reads the service's
+// configuration once, sets up logging and tracing, and calls Run, which opens what every
+// service has (datastores, identity keys, the HTTP server), hands them to the service's own
+// wiring, then serves with its workers until the context ends, drains and closes. Component
+// tests call Run too, on their own listener.
 package service
 
 import (
@@ -16,34 +19,90 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/linkmesh/linkmesh/pkg/config"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/httpclient"
+	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/logging"
 	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/pkg/telemetry"
 )
 
-// Runtime is what every service gets before it builds itself.
+// Config is a service's configuration: a pointer to a struct that embeds config.Service
+// and, as the service needs them, config.Mongo, config.Redis, config.Peers and
+// config.Public. The boot path fills and checks those shared parts; Validate checks the
+// service's own settings and LogValue lists them.
+type Config interface {
+	Common() *config.Service
+	Validate() error
+	slog.LogValuer
+}
+
+// Spec describes a service to the boot path.
+type Spec struct {
+	// Name is the service's name in logs, traces and the table of default addresses.
+	Name string
+	// Config is filled from the environment by Main (tests fill it themselves).
+	Config Config
+	// Wire builds the service on what the boot path opened: it registers routes on
+	// env.Server and returns its workers. Nil serves the probes only.
+	Wire func(ctx context.Context, env *Env) (Parts, error)
+}
+
+// Env is what the boot path opened for a service's wiring.
+type Env struct {
+	Name           string
+	Logger         *slog.Logger
+	TracerProvider trace.TracerProvider
+	// Keys verify (and, in the gateway, sign) internal identity tokens.
+	Keys   *identity.Keys
+	Stores *Datastores
+	Server *server.Server
+}
+
+// Peer returns a traced, retrying client of another service at baseURL; timeout 0 keeps the
+// client's default deadline.
+func (e *Env) Peer(name, baseURL string, timeout time.Duration) *httpclient.Client {
+	return httpclient.New(httpclient.Options{Service: name, BaseURL: baseURL, TracerProvider: e.TracerProvider, Timeout: timeout})
+}
+
+// Parts are what a service's wiring adds to the boot path.
+type Parts struct {
+	// Workers run beside the server and are stopped once it has drained.
+	Workers []func(context.Context)
+	// Close releases what the wiring opened beyond the datastores; it runs after the
+	// workers stop.
+	Close func()
+}
+
+// Runtime is the process around a service: Main builds it from the environment, component
+// tests build their own.
 type Runtime struct {
 	Logger         *slog.Logger
 	TracerProvider trace.TracerProvider
+	// Listener, when set, is served instead of listening on the configured address.
+	Listener net.Listener
 }
 
-// Main runs run until SIGINT or SIGTERM and exits non-zero if it fails.
-func Main(name string, run func(ctx context.Context, rt Runtime) error) {
-	if err := start(name, run); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+// Main runs spec until SIGINT or SIGTERM and exits non-zero if it fails.
+func Main(spec Spec) {
+	if err := start(spec); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", spec.Name, err)
 		os.Exit(1)
 	}
 }
 
-func start(name string, run func(ctx context.Context, rt Runtime) error) error {
+func start(spec Spec) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	common, err := config.Load[config.Service]()
+	if err := Load(spec.Name, spec.Config); err != nil {
+		return err
+	}
+	level, err := config.ParseLogLevel(spec.Config.Common().LogLevel)
 	if err != nil {
 		return err
 	}
-	log := logging.New(os.Stdout, name, common.LogLevel)
-	tp, shutdown, err := telemetry.Setup(ctx, name)
+	log := logging.New(os.Stdout, spec.Name, level)
+	tp, shutdown, err := telemetry.Setup(ctx, spec.Name)
 	if err != nil {
 		return err
 	}
@@ -52,7 +111,7 @@ func start(name string, run func(ctx context.Context, rt Runtime) error) error {
 			log.Error("flush traces", "err", err)
 		}
 	}()
-	if err := run(ctx, Runtime{Logger: log, TracerProvider: tp}); err != nil {
+	if err := Run(ctx, spec, Runtime{Logger: log, TracerProvider: tp}); err != nil {
 		log.Error("stopped", "err", err)
 		return err
 	}
@@ -60,9 +119,51 @@ func start(name string, run func(ctx context.Context, rt Runtime) error) error {
 	return nil
 }
 
-// Serve runs srv on ln and the background workers beside it until ctx ends; the workers are
-// stopped once the server has drained, then release runs.
-func Serve(ctx context.Context, srv *server.Server, ln net.Listener, drain time.Duration, release func(), workers ...func(context.Context)) error {
+// Run fills and validates spec's configuration, opens its datastores and server, wires the
+// service, and serves until ctx ends; everything opened is released on every path out.
+func Run(ctx context.Context, spec Spec, rt Runtime) (err error) {
+	cfg := spec.Config
+	if err := prepare(spec.Name, cfg); err != nil {
+		return err
+	}
+	rt.Logger.Info("starting", "common", commonLogValue(cfg), "config", cfg)
+	keys, err := identity.NewKeys(cfg.Common().InternalSecret.Reveal())
+	if err != nil {
+		return fmt.Errorf("internal token keys: %w", err)
+	}
+	stores, err := openDatastores(ctx, cfg, rt.TracerProvider)
+	if err != nil {
+		return err
+	}
+	parts := Parts{}
+	release := func() {
+		if parts.Close != nil {
+			parts.Close()
+		}
+		stores.Close()
+	}
+	srv := server.New(server.Options{Name: spec.Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider,
+		Ready: stores.Checks(), Classify: []errs.Classifier{}})
+	if spec.Wire != nil {
+		e := &Env{Name: spec.Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider, Keys: keys, Stores: stores, Server: srv}
+		if parts, err = spec.Wire(ctx, e); err != nil {
+			release()
+			return fmt.Errorf("wire %s: %w", spec.Name, err)
+		}
+	}
+	ln := rt.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Common().ListenAddr); err != nil {
+			release()
+			return fmt.Errorf("listen %s: %w", cfg.Common().ListenAddr, err)
+		}
+	}
+	return serve(ctx, srv, ln, cfg.Common().ShutdownDrain, release, parts.Workers)
+}
+
+// serve runs srv on ln and the workers beside it until ctx ends; the workers are stopped
+// once the server has drained, then release runs.
+func serve(ctx context.Context, srv *server.Server, ln net.Listener, drain time.Duration, release func(), workers []func(context.Context)) error {
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, w := range workers {
@@ -73,15 +174,4 @@ func Serve(ctx context.Context, srv *server.Server, ln net.Listener, drain time.
 	wg.Wait()
 	release()
 	return err
-}
-
-// Listen takes addr and hands it to serve. If the address cannot be taken, release frees
-// what the service had already opened (datastore clients), since serve never ran.
-func Listen(ctx context.Context, addr string, serve func(context.Context, net.Listener) error, release func()) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		release()
-		return fmt.Errorf("listen %s: %w", addr, err)
-	}
-	return serve(ctx, ln)
 }

@@ -1,31 +1,150 @@
 package service
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
+	"log/slog"
 	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/linkmesh/linkmesh/pkg/config"
 )
 
-// A service that cannot take its address must still release what it opened.
-func TestListenReleasesWhenTheAddressIsTaken(t *testing.T) {
+const secret = "service-test-secret-0123456789abcdef"
+
+// testConfig is a service without datastores, so the boot path runs without servers.
+type testConfig struct {
+	config.Service
+	config.Peers
+	Own    string `env:"LINKMESH_TEST_OWN" envDefault:"own-default"`
+	reject bool
+}
+
+func (c *testConfig) Validate() error {
+	if c.reject {
+		return errors.New("own setting refused")
+	}
+	return nil
+}
+
+func (c *testConfig) LogValue() slog.Value { return slog.GroupValue(slog.String("own", c.Own)) }
+
+func quiet() Runtime {
+	return Runtime{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: noop.NewTracerProvider()}
+}
+
+// A service that cannot take its address must still release what its wiring opened.
+func TestRunReleasesWhenTheAddressIsTaken(t *testing.T) {
 	held, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer held.Close()
-	released, served := false, false
-	err = Listen(context.Background(), held.Addr().String(),
-		func(context.Context, net.Listener) error { served = true; return nil },
-		func() { released = true })
-	if err == nil || served || !released {
-		t.Fatalf("err %v, served %v, released %v", err, served, released)
+	released := false
+	cfg := &testConfig{Service: config.Service{ListenAddr: held.Addr().String(), LogLevel: "info", InternalSecret: secret}}
+	spec := Spec{Name: "link", Config: cfg, Wire: func(context.Context, *Env) (Parts, error) {
+		return Parts{Close: func() { released = true }}, nil
+	}}
+	if err := Run(context.Background(), spec, quiet()); err == nil || !strings.Contains(err.Error(), "listen") || !released {
+		t.Fatalf("err %v, released %v", err, released)
 	}
+}
 
-	var got net.Listener
-	err = Listen(context.Background(), "127.0.0.1:0",
-		func(_ context.Context, ln net.Listener) error { got = ln; return ln.Close() },
-		func() { t.Error("released although the address was free") })
-	if err != nil || got == nil {
-		t.Fatalf("free address: %v %v", err, got)
+func TestRunRefusesBadConfiguration(t *testing.T) {
+	cases := map[string]func(*testConfig){
+		"short secret":    func(c *testConfig) { c.InternalSecret = "short" },
+		"bad log level":   func(c *testConfig) { c.LogLevel = "verbose" },
+		"empty log level": func(c *testConfig) { c.LogLevel = "" },
+		"bad peer":        func(c *testConfig) { c.QuotaURL = "quota:8085" },
+		"huge drain":      func(c *testConfig) { c.ShutdownDrain = time.Hour },
+		"own setting":     func(c *testConfig) { c.reject = true },
+	}
+	for name, breakIt := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := &testConfig{Service: config.Service{LogLevel: "info", InternalSecret: secret}}
+			breakIt(cfg)
+			wired := false
+			spec := Spec{Name: "link", Config: cfg, Wire: func(context.Context, *Env) (Parts, error) { wired = true; return Parts{}, nil }}
+			if err := Run(context.Background(), spec, quiet()); err == nil || wired {
+				t.Fatalf("err %v, wired %v", err, wired)
+			}
+		})
+	}
+}
+
+// Load fills what the environment leaves unset from the one table of defaults.
+func TestLoadFillsDefaults(t *testing.T) {
+	for _, k := range []string{"LINKMESH_LISTEN_ADDR", "LINKMESH_QUOTA_URL", "LINKMESH_AUTH_URL"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("LINKMESH_LINK_URL", "http://link.internal:80")
+	t.Setenv("LINKMESH_INTERNAL_SECRET", secret)
+	cfg := &testConfig{}
+	if err := Load(config.Moderation, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ListenAddr != "127.0.0.1:8084" || cfg.QuotaURL != "http://127.0.0.1:8085" || cfg.AuthURL != "http://127.0.0.1:8081" ||
+		cfg.LinkURL != "http://link.internal:80" || cfg.Own != "own-default" || cfg.LogLevel != "info" {
+		t.Fatalf("config %+v", cfg)
+	}
+}
+
+// Workers run while the server serves and stop after it drained; the wiring's Close runs
+// after them. The start-up line carries the shared and the service's own settings, never
+// the secret.
+func TestRunServesWorkersAndCloses(t *testing.T) {
+	var logs bytes.Buffer
+	rt := quiet()
+	rt.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.Listener = ln
+	var started, stopped, closedAfterStop atomic.Bool
+	cfg := &testConfig{Service: config.Service{LogLevel: "info", InternalSecret: secret}, Own: "mine"}
+	spec := Spec{Name: "link", Config: cfg, Wire: func(_ context.Context, env *Env) (Parts, error) {
+		if env.Keys == nil || env.Server == nil || env.Stores == nil {
+			t.Error("the boot path did not open keys, server and stores")
+		}
+		worker := func(ctx context.Context) { started.Store(true); <-ctx.Done(); stopped.Store(true) }
+		return Parts{Workers: []func(context.Context){worker}, Close: func() { closedAfterStop.Store(stopped.Load()) }}, nil
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, spec, rt) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + ln.Addr().String() + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 && started.Load() {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("service never became ready with its worker running")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !stopped.Load() || !closedAfterStop.Load() {
+		t.Fatalf("worker stopped %v, closed after it %v", stopped.Load(), closedAfterStop.Load())
+	}
+	out := logs.String()
+	if strings.Contains(out, secret) || !strings.Contains(out, `"listen_addr":"127.0.0.1:8082"`) ||
+		!strings.Contains(out, `"quota_url":"http://127.0.0.1:8085"`) || !strings.Contains(out, `"own":"mine"`) {
+		t.Fatalf("start-up line: %s", out)
 	}
 }

@@ -47,11 +47,14 @@ func Setup(ctx context.Context, service string) (trace.TracerProvider, func(cont
 	if err != nil && !errors.Is(err, resource.ErrSchemaURLConflict) {
 		return nil, nil, fmt.Errorf("build resource: %w", err)
 	}
-	// Variables such as OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over our defaults.
-	if envRes, err := resource.New(ctx, resource.WithFromEnv()); err == nil {
-		if merged, err := resource.Merge(res, envRes); err == nil {
-			res = merged
-		}
+	// Variables such as OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over our defaults;
+	// a malformed one is the operator's mistake to hear about, not to have ignored.
+	envRes, err := resource.New(ctx, resource.WithFromEnv())
+	if err != nil {
+		return nil, nil, fmt.Errorf("read OTEL_RESOURCE_ATTRIBUTES: %w", err)
+	}
+	if res, err = resource.Merge(res, envRes); err != nil && !errors.Is(err, resource.ErrSchemaURLConflict) {
+		return nil, nil, fmt.Errorf("merge resource: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)

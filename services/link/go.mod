@@ -7,8 +7,9 @@ require (
 	github.com/linkmesh/linkmesh/pkg v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.mongodb.org/mongo-driver/v2 v2.9.3
-	go.opentelemetry.io/otel/trace v1.47.0
 )
+
+require go.opentelemetry.io/otel/trace v1.47.0 // indirect
 
 require (
 	github.com/andybalholm/brotli v1.1.0 // indirect

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
+	"github.com/linkmesh/linkmesh/services/auth/authtest"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
@@ -76,26 +76,24 @@ func admin(t *testing.T) string {
 	return cookie
 }
 
-// setUser changes a stored account the way the moderation features will (ban, timeout).
-func setUser(t *testing.T, id string, set bson.D) {
+// setUser restricts a stored account through the auth service's test seam, the way the
+// moderation features will (ban, timeout).
+func setUser(t *testing.T, id string, r authtest.Restriction) {
 	t.Helper()
-	setStored(t, "auth", "users", bson.D{{Key: "_id", Value: id}}, set)
+	if err := authtest.Restrict(context.Background(), serviceDB(t, "auth"), id, r); err != nil {
+		t.Fatalf("restrict %s: %v", id, err)
+	}
 }
 
-// setStored $sets fields of exactly one document in a service's own database: the state
-// changes whose API arrives with later features.
-func setStored(t *testing.T, service, collection string, filter, set bson.D) {
+// serviceDB is a service's own database, for its test seam; only the seam touches it.
+func serviceDB(t *testing.T, service string) *mongo.Database {
 	t.Helper()
-	ctx := context.Background()
 	mc, err := mongo.Connect(options.Client().ApplyURI(mongoURI))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = mc.Disconnect(ctx) }()
-	res, err := mc.Database(dbPrefix+"_"+service).Collection(collection).UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
-	if err != nil || res.MatchedCount != 1 {
-		t.Fatalf("update %s.%s %v: %v %+v", service, collection, filter, err, res)
-	}
+	t.Cleanup(func() { _ = mc.Disconnect(context.Background()) })
+	return mc.Database(dbPrefix + "_" + service)
 }
 
 func mustContainAll(t *testing.T, s string, parts ...string) {

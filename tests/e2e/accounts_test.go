@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
+	"github.com/linkmesh/linkmesh/services/auth/authtest"
 )
 
 func TestRegisterLoginMeLogout(t *testing.T) {
@@ -118,7 +118,7 @@ func TestBanAndSuspensionTakeEffectAtOnce(t *testing.T) {
 	if r := as(t, a.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/mine"}`); r.status != 201 {
 		t.Fatalf("signed-in create: %d %s", r.status, r.body)
 	}
-	setUser(t, a.id, bson.D{{Key: "status", Value: "banned"}, {Key: "ban_reason", Value: "spam"}})
+	setUser(t, a.id, authtest.Restriction{Status: "banned", BanReason: ptr("spam")})
 	as(t, a.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/mine2"}`).wantError(t, 403, "account is banned")
 	as(t, a.cookie, "GET", "/api/user/dashboard", "").wantError(t, 403, "account is banned")
 	if r := as(t, a.cookie, "GET", "/api/auth/me", ""); r.status != 200 || r.object(t)["user"].(map[string]any)["status"] != "banned" {
@@ -129,7 +129,7 @@ func TestBanAndSuspensionTakeEffectAtOnce(t *testing.T) {
 
 	b := register(t)
 	until := time.Now().Add(4 * time.Second).UTC()
-	setUser(t, b.id, bson.D{{Key: "timeout_until", Value: until}})
+	setUser(t, b.id, authtest.Restriction{TimeoutUntil: &until})
 	if r := as(t, b.cookie, "GET", "/api/user/dashboard", ""); r.status != 403 {
 		t.Fatalf("suspended: %d %s", r.status, r.body)
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
+	"github.com/linkmesh/linkmesh/services/auth/authtest"
 )
 
 // protectedRoute is one route of the specification's user and admin tables.
@@ -49,9 +49,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 	revoked := register(t)
 	as(t, revoked.cookie, "POST", "/api/auth/logout", "")
 	banned := register(t)
-	setUser(t, banned.id, bson.D{{Key: "status", Value: "banned"}})
+	setUser(t, banned.id, authtest.Restriction{Status: "banned"})
 	suspended := register(t)
-	setUser(t, suspended.id, bson.D{{Key: "timeout_until", Value: time.Now().Add(time.Hour).UTC()}})
+	setUser(t, suspended.id, authtest.Restriction{TimeoutUntil: ptr(time.Now().Add(time.Hour).UTC())})
 	user := register(t)
 	mod := register(t)
 	if r := as(t, root, "POST", "/api/admin/users/"+mod.id+"/role", `{"role":"moderator"}`); r.status != 200 {

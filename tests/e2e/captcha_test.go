@@ -46,7 +46,9 @@ func TestCaptchaRequiredWhenConfigured(t *testing.T) {
 		return response{status: resp.StatusCode, header: resp.Header, body: b}
 	}
 	post(`{"url":"https://93.184.216.34/c"}`).wantError(t, 400, "captcha verification failed")
-	post(`{"url":"https://93.184.216.34/c","custom_code":"mine"}`).wantError(t, 403, "custom_code requires an account")
+	// The captcha is the edge's check and comes first; the account rule is the link service's.
+	post(`{"url":"https://93.184.216.34/c","custom_code":"mine"}`).wantError(t, 400, "captcha verification failed")
+	post(`{"url":"https://93.184.216.34/c","custom_code":"mine","captcha_token":"human"}`).wantError(t, 403, "custom_code requires an account")
 	post(`{"url":"https://93.184.216.34/c","captcha_token":"robot"}`).wantError(t, 400, "captcha verification failed")
 	if r := post(`{"url":"https://93.184.216.34/c","captcha_token":"human"}`); r.status != 201 {
 		t.Fatalf("accepted token: %d %s", r.status, r.body)

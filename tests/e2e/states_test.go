@@ -5,26 +5,19 @@ import (
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
+	"github.com/linkmesh/linkmesh/services/link/linktest"
 )
 
-// setLink changes a stored link the way the moderation and renewal features will, then
-// broadcasts the change as the link service does: drop its Redis copy, publish the code.
-func setLink(t *testing.T, code string, set bson.D) {
+// setLink changes a stored link through the link service's test seam, the way the moderation
+// and renewal features will, and broadcasts the change as the link service does.
+func setLink(t *testing.T, code string, ch linktest.Change) {
 	t.Helper()
-	setStored(t, "link", "links", bson.D{{Key: "short_code", Value: code}}, set)
-	ctx := context.Background()
-	rdb := redisClient(t)
-	if err := rdb.Incr(ctx, "linkmesh:link:version:"+code).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.Del(ctx, "linkmesh:link:resolved:"+code).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.Publish(ctx, "linkmesh:links:invalidate", code).Err(); err != nil {
-		t.Fatal(err)
+	if err := linktest.Set(context.Background(), serviceDB(t, "link"), redisClient(t), code, ch); err != nil {
+		t.Fatalf("set link %s: %v", code, err)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // eventually polls the redirect until it answers want, failing after a second (the contract's
 // bound for a change to reach every replica).
@@ -47,19 +40,19 @@ func TestRedirectFollowsLinkState(t *testing.T) {
 	code, _ := shorten(t, newClientIP(), `{"url":"https://93.184.216.34/state"}`)
 	eventually(t, code, 302) // warm the gateway cache
 
-	setLink(t, code, bson.D{{Key: "status", Value: "DISABLED"}})
+	setLink(t, code, linktest.Change{Status: ptr("DISABLED")})
 	eventually(t, code, 403).wantError(t, 403, "short link has been disabled")
 
-	setLink(t, code, bson.D{{Key: "status", Value: "ACTIVE"}, {Key: "expires_at", Value: time.Now().Add(-time.Minute)}})
+	setLink(t, code, linktest.Change{Status: ptr("ACTIVE"), ExpiresAt: ptr(time.Now().Add(-time.Minute))})
 	eventually(t, code, 410).wantError(t, 410, "short link has expired")
 	if r := do(t, "GET", "/api/links/"+code+"/info", "", ""); r.object(t)["expired"] != true {
 		t.Fatalf("info of an expired link: %s", r.body)
 	}
 
-	setLink(t, code, bson.D{{Key: "auto_renew", Value: 1}})
+	setLink(t, code, linktest.Change{AutoRenew: ptr(true)})
 	eventually(t, code, 302)
 
-	setLink(t, code, bson.D{{Key: "deleted_at", Value: time.Now()}})
+	setLink(t, code, linktest.Change{DeletedAt: ptr(time.Now())})
 	eventually(t, code, 404).wantError(t, 404, "short link not found")
 	do(t, "GET", "/api/links/"+code+"/info", "", "").wantError(t, 404, "short link not found")
 }

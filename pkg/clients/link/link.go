@@ -18,6 +18,9 @@ const InvalidationChannel = "linkmesh:links:invalidate"
 // CacheTTL bounds how long any layer may keep a copy of a link, so a lost invalidation heals.
 const CacheTTL = 30 * time.Second
 
+// MsgNotFound is the answer for an unknown or deleted code, wherever it is given.
+const MsgNotFound = "short link not found"
+
 // Link statuses as stored.
 const (
 	StatusActive   = "ACTIVE"
@@ -55,6 +58,13 @@ type Resolved struct {
 	Status         string    `json:"status"`
 	ExpiresAt      time.Time `json:"expires_at"`
 	AutoRenew      bool      `json:"auto_renew"`
+}
+
+// Expired reports whether visitors get 410 at now. It is the one expiry rule: the link
+// service applies it to stored links and the gateway to its cached copies, because an entry
+// cached before its expiry must expire in the cache too. Auto-renewing links never expire.
+func (r Resolved) Expired(now time.Time) bool {
+	return !r.AutoRenew && !now.Before(r.ExpiresAt)
 }
 
 // Info is the public information of a link (GET /api/links/{code}/info).

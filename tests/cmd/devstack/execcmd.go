@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
 
@@ -53,8 +54,8 @@ func execWithDatastores(ctx context.Context, args []string, logger *slog.Logger)
 
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
 	cmd.Env = append(os.Environ(),
-		stack.EnvTestMongoURI+"="+ds.MongoURI,
-		stack.EnvTestRedisURL+"="+ds.RedisURL,
+		testenv.EnvMongoURI+"="+ds.MongoURI,
+		testenv.EnvRedisURL+"="+ds.RedisURL,
 	)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = childSysProcAttr()

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
 
@@ -43,7 +44,7 @@ func parseRunConfig(args []string) (runConfig, error) {
 		redisURL:    os.Getenv(stack.EnvRedisURL),
 	}
 	if c.gatewayAddr == "" {
-		c.gatewayAddr = "127.0.0.1:8080"
+		c.gatewayAddr = config.DefaultAddr(config.Gateway)
 	}
 	var err error
 	if c.dataDir, err = filepath.Abs(*data); err != nil {

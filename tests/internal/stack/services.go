@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/config"
 )
 
 // Timeouts for service processes.
@@ -42,7 +44,7 @@ type ServicesOptions struct {
 	RedisURL       string                       // passed as LINKMESH_REDIS_URL
 	DatabasePrefix string                       // database of service s is DatabasePrefix+"_"+s (default "linkmesh")
 	GatewayAddr    string                       // e.g. "127.0.0.1:8080"; empty → free port
-	FixedPorts     bool                         // true: auth 8081, link 8082, analytics 8083, moderation 8084, quota 8085; false: free ports
+	FixedPorts     bool                         // true: each service but the gateway at config.DefaultAddr; false: free ports
 	Env            map[string]string            // extra env for every service (overrides defaults)
 	ServiceEnv     map[string]map[string]string // per-service extra env (overrides Env)
 	LogDir         string                       // each service's stdout+stderr → LogDir/<svc>.log; empty → our stderr
@@ -50,11 +52,6 @@ type ServicesOptions struct {
 	// Wrap prefixes a service's command, e.g. {"gateway": {"taskset", "-c", "1"}} to pin it to
 	// a core in benchmarks; the prefix must exec the binary so the PID stays the service's.
 	Wrap map[string][]string
-}
-
-// fixedPorts are the well-known local ports used by `make run`.
-func fixedPorts() map[string]int {
-	return map[string]int{"auth": 8081, "link": 8082, "analytics": 8083, "moderation": 8084, "quota": 8085}
 }
 
 // CheckBinaries returns an error naming every service binary missing from
@@ -183,7 +180,7 @@ func serviceAddrs(gatewayAddr string, fixed bool) (map[string]string, error) {
 		case svc == "gateway" && gatewayAddr != "":
 			addr = gatewayAddr
 		case svc != "gateway" && fixed:
-			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(fixedPorts()[svc]))
+			addr = config.DefaultAddr(svc)
 		default:
 			port, err := freePort()
 			if err != nil {

@@ -12,14 +12,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-)
 
-// Environment variables shared between devstack, this package and the tests.
-const (
-	// EnvTestMongoURI names the MongoDB URI that `devstack exec` gives the command it runs.
-	EnvTestMongoURI = "LINKMESH_TEST_MONGODB_URI"
-	// EnvTestRedisURL names the Redis URL that `devstack exec` gives the command it runs.
-	EnvTestRedisURL = "LINKMESH_TEST_REDIS_URL"
+	"github.com/linkmesh/linkmesh/pkg/testenv"
 )
 
 // installHint is appended to errors about missing system binaries.
@@ -30,8 +24,8 @@ const installHint = "run deploy/local/install-deps.sh to install local dependenc
 // unset, so tests can reuse one shared set of datastores instead of starting
 // their own.
 func FromEnv() (mongoURI, redisURL string, ok bool) {
-	mongoURI = os.Getenv(EnvTestMongoURI)
-	redisURL = os.Getenv(EnvTestRedisURL)
+	mongoURI = os.Getenv(testenv.EnvMongoURI)
+	redisURL = os.Getenv(testenv.EnvRedisURL)
 	if mongoURI == "" || redisURL == "" {
 		return "", "", false
 	}

@@ -17,6 +17,13 @@ import (
 // DefaultQuotaLimit is a new account's quota_limit.
 const DefaultQuotaLimit = 100
 
+// Restriction names the status fields of an account to set; empty and nil ones stay.
+type Restriction struct {
+	Status       string
+	BanReason    *string
+	TimeoutUntil *time.Time
+}
+
 // User is a stored account.
 type User struct {
 	ID        string

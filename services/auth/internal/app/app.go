@@ -1,20 +1,18 @@
 // Package app wires the auth service together: datastores, the quota client, the identity
 // provider, the account rules, the bootstrap super admin, the HTTP server and the sweepers of
-// expired sessions and old login records. main and the component tests both use it.
+// expired sessions and old login records, on what the boot path opened. main and the
+// component tests both start it through Spec.
 package app
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
-	"github.com/linkmesh/linkmesh/pkg/httpclient"
-	"github.com/linkmesh/linkmesh/pkg/identity"
+	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
-	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 	"github.com/linkmesh/linkmesh/services/auth/internal/config"
@@ -24,72 +22,48 @@ import (
 	"github.com/linkmesh/linkmesh/services/auth/internal/store"
 )
 
-// Name is the service name in logs and traces.
-const Name = "auth"
-
-// App is a wired auth service, ready to Run.
-type App struct {
-	cfg      config.Config
-	srv      *server.Server
-	sweepers []mongodb.Sweeper
-	close    func()
+// Spec is the auth service for the boot path; cfg is filled before Wire runs.
+func Spec(cfg *config.Config) service.Spec {
+	return service.Spec{Name: pkgconfig.Auth, Config: cfg, Wire: func(ctx context.Context, env *service.Env) (service.Parts, error) {
+		return wire(ctx, cfg, env)
+	}}
 }
 
-// New connects to the datastores, ensures indexes, ensures the bootstrap super admin and
-// builds the server. On error everything opened so far is closed again.
-func New(ctx context.Context, cfg config.Config, rt service.Runtime) (*App, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("validate config: %w", err)
-	}
-	keys, err := identity.NewKeys(cfg.InternalSecret.Reveal())
+// wire ensures indexes and the bootstrap super admin, and mounts the routes.
+func wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
+	st, err := store.New(ctx, env.Stores.DB)
 	if err != nil {
-		return nil, fmt.Errorf("internal token keys: %w", err)
-	}
-	ds, err := service.OpenDatastores(ctx, cfg.Mongo, cfg.Redis, rt.TracerProvider)
-	if err != nil {
-		return nil, err
-	}
-	a, err := build(ctx, cfg, rt, keys, ds)
-	if err != nil {
-		ds.Close()
-		return nil, err
-	}
-	return a, nil
-}
-
-func build(ctx context.Context, cfg config.Config, rt service.Runtime, keys *identity.Keys, ds *service.Datastores) (*App, error) {
-	st, err := store.New(ctx, ds.DB)
-	if err != nil {
-		return nil, fmt.Errorf("open account store: %w", err)
+		return service.Parts{}, fmt.Errorf("open account store: %w", err)
 	}
 	hasher, err := password.NewHasher(password.OWASP(), 0)
 	if err != nil {
-		return nil, err
+		return service.Parts{}, err
 	}
-	quotaClient := quota.New(httpclient.New(httpclient.Options{
-		Service: "quota", BaseURL: cfg.QuotaURL, TracerProvider: rt.TracerProvider, Timeout: 3 * time.Second,
-	}))
 	svc, err := accounts.New(ctx, accounts.Options{
-		Store: st, Quota: quotaClient, Hasher: hasher, SessionTTL: cfg.SessionTTL, Logger: rt.Logger,
+		Store: st, Quota: quota.New(env.Peer(pkgconfig.Quota, cfg.QuotaURL, 3*time.Second)), Hasher: hasher,
+		SessionTTL: cfg.SessionTTL, Logger: env.Logger,
 		IDP:    idp.New(idp.Config{Issuer: cfg.OIDCIssuer, ClientID: cfg.OIDCClientID, JWKSURL: cfg.OIDCJWKSURL}),
 		Issuer: cfg.OIDCIssuer, ClientID: cfg.OIDCClientID,
 	})
 	if err != nil {
-		return nil, err
+		return service.Parts{}, err
 	}
 	if cfg.BootstrapAdminEmail != "" {
 		if err := svc.Bootstrap(ctx, cfg.BootstrapAdminEmail, cfg.BootstrapAdminPassword.Reveal()); err != nil {
-			return nil, fmt.Errorf("bootstrap super admin: %w", err)
+			return service.Parts{}, fmt.Errorf("bootstrap super admin: %w", err)
 		}
 	}
-	srv := server.New(server.Options{Name: Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider, Ready: ds.Checks()})
-	authhttp.Register(srv.App(), keys, svc)
-	return &App{cfg: cfg, srv: srv, close: ds.Close, sweepers: sweepers(cfg, st, rt.Logger)}, nil
+	authhttp.Register(env.Server.App(), env.Keys, svc)
+	var workers []func(context.Context)
+	for _, sw := range sweepers(cfg, st, env.Logger) {
+		workers = append(workers, sw.Run)
+	}
+	return service.Parts{Workers: workers}, nil
 }
 
 // sweepers delete what no read needs any more: expired sessions, and login records older
 // than the retention.
-func sweepers(cfg config.Config, st *store.Store, log *slog.Logger) []mongodb.Sweeper {
+func sweepers(cfg *config.Config, st *store.Store, log *slog.Logger) []mongodb.Sweeper {
 	retention := cfg.LoginRecordRetention
 	return []mongodb.Sweeper{
 		{What: "sessions", Interval: store.SweepInterval, Delete: st.DeleteExpiredSessions, Now: time.Now, Logger: log},
@@ -99,16 +73,3 @@ func sweepers(cfg config.Config, st *store.Store, log *slog.Logger) []mongodb.Sw
 			}},
 	}
 }
-
-// Serve serves on ln and runs the sweepers until ctx ends, then drains, stops the sweepers
-// and closes the datastores. Component tests call it on their own listener.
-func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	workers := make([]func(context.Context), 0, len(a.sweepers))
-	for _, sw := range a.sweepers {
-		workers = append(workers, sw.Run)
-	}
-	return service.Serve(ctx, a.srv, ln, a.cfg.ShutdownDrain, a.close, workers...)
-}
-
-// Close releases the datastores of an app that will not serve.
-func (a *App) Close() { a.close() }

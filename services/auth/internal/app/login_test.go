@@ -73,10 +73,10 @@ func TestLoginRateLimit(t *testing.T) {
 	register(t, s, "bob@example.com")
 	_, err = s.client.Login(ctx, auth.LoginRequest{Email: "bob@example.com", Password: "correct-horse"})
 	wantErr(t, err, errs.KindTooMany, "too many failed login attempts")
-	if n := s.quota.used(quota.ScopeLoginEmail, sha256Hex("bob@example.com")); n != 0 {
+	if n := s.quota.Used(quota.ScopeLoginEmail, sha256Hex("bob@example.com")); n != 0 {
 		t.Fatalf("bob's e-mail unit stayed counted (%d) although the client window refused", n)
 	}
-	for _, k := range s.quota.seen() {
+	for _, k := range s.quota.Seen() {
 		if strings.Contains(k, "@") {
 			t.Fatalf("the quota service saw a raw e-mail: %q", k)
 		}
@@ -104,7 +104,7 @@ func TestUnknownEmailTakesAsLongAsWrongPassword(t *testing.T) {
 			_, err := s.client.Login(ctx, auth.LoginRequest{Email: email, Password: "wrong-horse"})
 			ds = append(ds, time.Since(start))
 			wantErr(t, err, errs.KindUnauthenticated, "invalid email or password")
-			s.quota.reset()
+			s.quota.Reset()
 		}
 		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 		return ds[len(ds)/2]

@@ -27,7 +27,7 @@ func TestGoogleRateLimit(t *testing.T) {
 			t.Fatalf("success %d: %v", i, err)
 		}
 	}
-	if n := s.quota.used(quota.ScopeLoginIP, clientIP); n != 0 {
+	if n := s.quota.Used(quota.ScopeLoginIP, clientIP); n != 0 {
 		t.Fatalf("%d units counted after successes only", n)
 	}
 	forger, err := rsa.GenerateKey(rand.Reader, 2048)

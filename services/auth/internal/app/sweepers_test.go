@@ -31,7 +31,7 @@ func TestSweepersDeleteOldLoginRecords(t *testing.T) {
 		}
 	}
 	byWhat := map[string]func(context.Context, time.Time) (int64, error){}
-	for _, sw := range sweepers(config.Config{LoginRecordRetention: retention}, st, slog.New(slog.DiscardHandler)) {
+	for _, sw := range sweepers(&config.Config{LoginRecordRetention: retention}, st, slog.New(slog.DiscardHandler)) {
 		if sw.Interval <= 0 || sw.Now == nil || sw.Logger == nil {
 			t.Fatalf("sweeper %q is not set up to run: %+v", sw.What, sw)
 		}

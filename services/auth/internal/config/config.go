@@ -6,21 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 )
 
-// Defaults for settings whose shared default does not fit this service.
-const (
-	DefaultListenAddr = "127.0.0.1:8081"
-	DefaultDatabase   = "linkmesh_auth"
-	// MinLoginRecordRetention keeps at least a day of login records: less would erase the
-	// trail of an attack before anyone could look at it.
-	MinLoginRecordRetention = 24 * time.Hour
-)
+// MinLoginRecordRetention keeps at least a day of login records: less would erase the trail
+// of an attack before anyone could look at it.
+const MinLoginRecordRetention = 24 * time.Hour
 
 // Config is everything the auth service reads from its environment.
 type Config struct {
@@ -48,43 +42,19 @@ type Config struct {
 	BootstrapAdminPassword config.Secret `env:"LINKMESH_BOOTSTRAP_ADMIN_PASSWORD"`
 }
 
-// Load reads the environment, fills service defaults and validates the result.
-func Load() (Config, error) {
-	cfg, err := config.Load[Config]()
-	if err != nil {
-		return cfg, err
-	}
-	cfg.ApplyDefaults()
-	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("validate config: %w", err)
-	}
-	return cfg, nil
-}
-
-// ApplyDefaults fills the service's own defaults of shared settings.
-func (c *Config) ApplyDefaults() {
-	config.Defaults(&c.Service, &c.Mongo, DefaultListenAddr, DefaultDatabase)
-}
-
-// Validate checks the settings that have no safe default or a bounded range.
-func (c Config) Validate() error {
-	if err := c.Service.Validate(); err != nil {
-		return err
-	}
+// Validate checks the auth service's own settings; the boot path checks the shared ones.
+func (c *Config) Validate() error {
 	if c.SessionTTL < time.Minute || c.SessionTTL > 366*24*time.Hour {
 		return errors.New("LINKMESH_SESSION_TTL must be between 1m and 8784h")
 	}
 	if c.LoginRecordRetention < MinLoginRecordRetention {
 		return errors.New("LINKMESH_LOGIN_RECORD_RETENTION must be at least 24h")
 	}
-	if err := absoluteURL("LINKMESH_QUOTA_URL", c.QuotaURL); err != nil {
-		return err
-	}
 	if (c.OIDCIssuer == "") != (c.OIDCClientID == "") {
 		return errors.New("LINKMESH_OIDC_ISSUER and LINKMESH_OIDC_CLIENT_ID must be set together")
 	}
 	if c.OIDCIssuer != "" {
-		if err := absoluteURL("LINKMESH_OIDC_ISSUER", c.OIDCIssuer); err != nil {
+		if err := config.AbsoluteURL("LINKMESH_OIDC_ISSUER", c.OIDCIssuer); err != nil {
 			return err
 		}
 	}
@@ -92,14 +62,14 @@ func (c Config) Validate() error {
 		if c.OIDCIssuer == "" {
 			return errors.New("LINKMESH_OIDC_JWKS_URL needs LINKMESH_OIDC_ISSUER and LINKMESH_OIDC_CLIENT_ID")
 		}
-		if err := absoluteURL("LINKMESH_OIDC_JWKS_URL", c.OIDCJWKSURL); err != nil {
+		if err := config.AbsoluteURL("LINKMESH_OIDC_JWKS_URL", c.OIDCJWKSURL); err != nil {
 			return err
 		}
 	}
 	return c.validateBootstrap()
 }
 
-func (c Config) validateBootstrap() error {
+func (c *Config) validateBootstrap() error {
 	if (c.BootstrapAdminEmail == "") != (c.BootstrapAdminPassword == "") {
 		return errors.New("LINKMESH_BOOTSTRAP_ADMIN_EMAIL and LINKMESH_BOOTSTRAP_ADMIN_PASSWORD must be set together")
 	}
@@ -115,25 +85,10 @@ func (c Config) validateBootstrap() error {
 	return nil
 }
 
-func absoluteURL(name, raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%s must be an absolute http(s) URL, got %q", name, raw)
-	}
-	return nil
-}
-
-// LogValue lists the settings for the start-up log line; secrets mask themselves.
-func (c Config) LogValue() slog.Value {
+// LogValue lists the auth service's own settings for the start-up line; secrets mask
+// themselves.
+func (c *Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("listen_addr", c.ListenAddr),
-		slog.String("log_level", c.LogLevel),
-		slog.Any("internal_secret", c.InternalSecret),
-		slog.String("shutdown_drain", c.ShutdownDrain.String()),
-		slog.Any("mongodb_uri", c.URI),
-		slog.String("mongodb_database", c.Database),
-		slog.Any("redis_url", c.URL),
-		slog.String("quota_url", c.QuotaURL),
 		slog.String("session_ttl", c.SessionTTL.String()),
 		slog.String("login_record_retention", c.LoginRecordRetention.String()),
 		slog.String("oidc_issuer", c.OIDCIssuer),

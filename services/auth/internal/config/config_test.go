@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/service"
 )
 
 const secret = "0123456789abcdef0123456789abcdef-secret"
@@ -20,9 +22,15 @@ func clearEnv(t *testing.T) {
 	t.Setenv("LINKMESH_INTERNAL_SECRET", secret)
 }
 
+// load reads the configuration the way the service starts.
+func load() (*Config, error) {
+	cfg := &Config{}
+	return cfg, service.Load("auth", cfg)
+}
+
 func TestLoadDefaults(t *testing.T) {
 	clearEnv(t)
-	cfg, err := Load()
+	cfg, err := load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +51,7 @@ func TestLoadReadsSettings(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	cfg, err := Load()
+	cfg, err := load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +90,7 @@ func TestLoadRejects(t *testing.T) {
 			for k, v := range env {
 				t.Setenv(k, v)
 			}
-			if _, err := Load(); err == nil {
+			if _, err := load(); err == nil {
 				t.Fatal("accepted")
 			}
 		})
@@ -95,7 +103,7 @@ func TestLogValueMasksSecrets(t *testing.T) {
 	cfg.URI = "mongodb://user:mongo-password@db/"
 	cfg.URL = "redis://:redis-password@cache/0"
 	var buf bytes.Buffer
-	slog.New(slog.NewJSONHandler(&buf, nil)).Info("starting", "config", cfg)
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("starting", "config", &cfg)
 	out := buf.String()
 	for _, leak := range []string{secret, "mongo-password", "redis-password", "admin-password-1"} {
 		if strings.Contains(out, leak) {

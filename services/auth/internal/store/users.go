@@ -116,6 +116,22 @@ func (s *Store) SetRole(ctx context.Context, userID, from, to string, now time.T
 	return s.update(ctx, "set role", filter, bson.D{{Key: "role", Value: to}, {Key: "updated_at", Value: now}})
 }
 
+// Restrict sets the account's status fields r names (the moderation actions' part in this
+// store); false when no account has userID.
+func (s *Store) Restrict(ctx context.Context, userID string, r accounts.Restriction, now time.Time) (bool, error) {
+	set := bson.D{{Key: "updated_at", Value: now}}
+	if r.Status != "" {
+		set = append(set, bson.E{Key: "status", Value: r.Status})
+	}
+	if r.BanReason != nil {
+		set = append(set, bson.E{Key: "ban_reason", Value: *r.BanReason})
+	}
+	if r.TimeoutUntil != nil {
+		set = append(set, bson.E{Key: "timeout_until", Value: r.TimeoutUntil.UTC()})
+	}
+	return s.update(ctx, "restrict account", byID(userID), set)
+}
+
 // CountRole counts the accounts with role.
 func (s *Store) CountRole(ctx context.Context, role string) (int64, error) {
 	n, err := s.users.CountDocuments(ctx, bson.D{{Key: "role", Value: role}})

@@ -4,6 +4,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"strings"
 
@@ -15,7 +16,8 @@ type Config struct {
 	config.Service
 	config.Redis
 	config.Peers
-	BaseURL string `env:"LINKMESH_BASE_URL" envDefault:"http://localhost:8080"`
+	// Public is our own origin, the base of short links.
+	config.Public
 	// IdentitySecret keys the HMAC that turns a client IP into an identity key.
 	IdentitySecret config.Secret `env:"LINKMESH_IDENTITY_SECRET"`
 	// TrustedProxies are CIDRs whose X-Forwarded-For is believed.
@@ -32,37 +34,48 @@ type Config struct {
 	Proxies []netip.Prefix `env:"-"`
 }
 
-// Load reads and validates the configuration.
-func Load() (Config, error) {
-	cfg, err := config.Load[Config]()
-	if err != nil {
-		return cfg, err
+// Validate checks the gateway's own settings and parses the trusted proxies; the boot path
+// checks the shared ones.
+func (c *Config) Validate() error {
+	if len(c.IdentitySecret) < 32 {
+		return errors.New("LINKMESH_IDENTITY_SECRET must be set to at least 32 characters")
 	}
-	config.Defaults(&cfg.Service, nil, "127.0.0.1:8080", "")
-	if err := cfg.Service.Validate(); err != nil {
-		return cfg, err
+	if c.RedirectCacheSize < 1 {
+		return errors.New("LINKMESH_REDIRECT_CACHE_SIZE must be positive")
 	}
-	if len(cfg.IdentitySecret) < 32 {
-		return cfg, errors.New("LINKMESH_IDENTITY_SECRET must be set to at least 32 characters")
+	if (c.CaptchaVerifyURL == "") != (c.CaptchaSecret == "") {
+		return errors.New("LINKMESH_CAPTCHA_VERIFY_URL and LINKMESH_CAPTCHA_SECRET must be set together")
 	}
-	if cfg.RedirectCacheSize < 1 {
-		return cfg, errors.New("LINKMESH_REDIRECT_CACHE_SIZE must be positive")
+	if c.CaptchaVerifyURL != "" {
+		if err := config.AbsoluteURL("LINKMESH_CAPTCHA_VERIFY_URL", c.CaptchaVerifyURL); err != nil {
+			return err
+		}
 	}
-	if (cfg.CaptchaVerifyURL == "") != (cfg.CaptchaSecret == "") {
-		return cfg, errors.New("LINKMESH_CAPTCHA_VERIFY_URL and LINKMESH_CAPTCHA_SECRET must be set together")
-	}
-	for _, s := range cfg.TrustedProxies {
+	c.Proxies = nil
+	for _, s := range c.TrustedProxies {
 		s = strings.TrimSpace(s)
 		if s == "" {
 			continue
 		}
 		p, err := parsePrefix(s)
 		if err != nil {
-			return cfg, fmt.Errorf("LINKMESH_TRUSTED_PROXIES: %w", err)
+			return fmt.Errorf("LINKMESH_TRUSTED_PROXIES: %w", err)
 		}
-		cfg.Proxies = append(cfg.Proxies, p)
+		c.Proxies = append(c.Proxies, p)
 	}
-	return cfg, nil
+	return nil
+}
+
+// LogValue lists the gateway's own settings for the start-up line; secrets mask themselves.
+func (c *Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Any("identity_secret", c.IdentitySecret),
+		slog.Any("trusted_proxies", c.TrustedProxies),
+		slog.Int("redirect_cache_size", c.RedirectCacheSize),
+		slog.String("captcha_verify_url", c.CaptchaVerifyURL),
+		slog.Any("captcha_secret", c.CaptchaSecret),
+		slog.Bool("cookie_secure", c.CookieSecure),
+	)
 }
 
 // parsePrefix accepts a CIDR or a single address.

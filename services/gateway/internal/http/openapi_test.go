@@ -459,7 +459,6 @@ func TestDocumentedAnswers(t *testing.T) {
 		{"POST", "/api/links/shorten", "POST /api/links/shorten", "", nil, `{"url":"x"} {}`, false, 400},
 		{"POST", "/api/links/shorten", "POST /api/links/shorten", "", nil, `{"url":42}`, false, 400},
 		{"POST", "/api/links/shorten", "POST /api/links/shorten", "", nil, `{"url":"https://example.com","expiration_days":1.5}`, false, 400},
-		{"POST", "/api/links/shorten", "POST /api/links/shorten", "", nil, `{"url":"https://example.com","custom_code":"mine"}`, false, 403},
 		{"POST", "/api/links/shorten", "POST /api/links/shorten", "", gzip, "\x1f\x8b", false, 415},
 		{"POST", "/api/links/shorten", "POST /api/links/shorten", "nope", nil, `{"url":"https://example.com"}`, false, 401},
 		{"POST", "/api/links/shorten", "POST /api/links/shorten", "user", evil, `{"url":"https://example.com"}`, false, 403},

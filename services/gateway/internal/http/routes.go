@@ -5,6 +5,7 @@ package http
 import (
 	"context"
 	"log/slog"
+	"net/url"
 	"sort"
 	"sync"
 	"time"
@@ -13,10 +14,8 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
-	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
-	"github.com/linkmesh/linkmesh/services/gateway/internal/captcha"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/redirect"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/session"
 )
@@ -24,13 +23,39 @@ import (
 // Probe checks that a dependency can serve.
 type Probe func(ctx context.Context) error
 
+// Links is what the routes ask of the link service; *link.Client satisfies it.
+type Links interface {
+	Create(ctx context.Context, req link.CreateRequest) (link.Created, error)
+	Info(ctx context.Context, code string) (link.Info, error)
+}
+
+// Auth is what the routes ask of the auth service; *auth.Client satisfies it.
+type Auth interface {
+	Register(ctx context.Context, req auth.RegisterRequest) (auth.Session, error)
+	Login(ctx context.Context, req auth.LoginRequest) (auth.Session, error)
+	Google(ctx context.Context, req auth.GoogleRequest) (auth.Session, error)
+	Logout(ctx context.Context, token string) error
+	IDPConfig(ctx context.Context) (auth.IDPConfig, error)
+	SetRole(ctx context.Context, userID, role string) (auth.User, error)
+	LoginRecords(ctx context.Context, query url.Values) (auth.LoginRecords, error)
+}
+
+// Captcha verifies a captcha token; *captcha.Verifier satisfies it.
+type Captcha interface {
+	Verify(ctx context.Context, token *string) error
+}
+
+// noCaptcha accepts every request: no verifier is configured.
+type noCaptcha struct{}
+
+func (noCaptcha) Verify(context.Context, *string) error { return nil }
+
 // Deps are the collaborators of the routes.
 type Deps struct {
-	Links   *link.Client
-	Quota   *quota.Client
-	Auth    *auth.Client
+	Links   Links
+	Auth    Auth
 	Gate    *session.Gate
-	Captcha *captcha.Verifier
+	Captcha Captcha
 	// BaseURL is our own origin: the only one that may send browser writes that carry a
 	// session or start one.
 	BaseURL  string
@@ -42,6 +67,9 @@ type Deps struct {
 
 // Register mounts every public route on app.
 func Register(app *fiber.App, d Deps) {
+	if d.Captcha == nil {
+		d.Captcha = noCaptcha{}
+	}
 	h := &handlers{Deps: d}
 	api := app.Group("/api", session.SameSite(d.BaseURL))
 	api.Get("/health", h.health)
@@ -63,7 +91,7 @@ func (h *handlers) anonymous(c *fiber.Ctx) (context.Context, error) {
 
 func (h *handlers) info(c *fiber.Ctx) error {
 	if !link.PlausibleCode(c.Params("code")) {
-		return errs.NotFound("short link not found")
+		return errs.NotFound(link.MsgNotFound)
 	}
 	ctx, err := h.anonymous(c)
 	if err != nil {

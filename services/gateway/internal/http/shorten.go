@@ -1,57 +1,29 @@
 package http
 
 import (
-	"context"
-	"time"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
-	"github.com/linkmesh/linkmesh/pkg/clients/quota"
-	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/session"
 )
 
-// shorten creates a link. A signed-in caller (session.Optional admitted them) creates it as
-// owner; an anonymous one passes the captcha, then takes one unit of the anonymous quota,
-// which is given back if creation fails, so only successful creations count.
+// shorten creates a link. The gateway does only the edge's part: an anonymous caller must
+// pass the captcha; who is calling (session.Optional signed the caller's token, with its
+// identity key) travels to the link service, which applies every rule and the quota.
 func (h *handlers) shorten(c *fiber.Ctx) error {
 	var req link.ShortenRequest
 	if err := server.DecodeJSON(c, &req); err != nil {
 		return err
 	}
 	ctx := c.UserContext()
-	create := link.CreateRequest{URL: req.URL, ExpirationDays: req.ExpirationDays, CustomCode: req.CustomCode}
-	if _, signedIn := session.UserOf(c); signedIn {
-		created, err := h.Links.Create(ctx, create)
-		if err != nil {
+	if _, signedIn := session.UserOf(c); !signedIn {
+		if err := h.Captcha.Verify(ctx, req.CaptchaToken); err != nil {
 			return err
 		}
-		return c.Status(fiber.StatusCreated).JSON(created, fiber.MIMEApplicationJSONCharsetUTF8)
 	}
-	// Refused before the captcha and the quota are spent on a request that cannot succeed.
-	if req.CustomCode != nil {
-		return errs.Forbidden("custom_code requires an account")
-	}
-	if err := h.Captcha.Verify(ctx, req.CaptchaToken); err != nil {
-		return err
-	}
-	key := h.Gate.IdentityKey(c)
-	res, err := h.Quota.Reserve(ctx, quota.ReserveRequest{Scope: quota.ScopeAnonymousCreate, Key: key})
+	created, err := h.Links.Create(ctx, link.CreateRequest{URL: req.URL, ExpirationDays: req.ExpirationDays, CustomCode: req.CustomCode})
 	if err != nil {
-		return err
-	}
-	if !res.Allowed {
-		return errs.TooMany("anonymous link quota exceeded", time.Duration(res.RetryAfterSeconds)*time.Second)
-	}
-	created, err := h.Links.Create(ctx, create)
-	if err != nil {
-		// The caller may have gone; the unit must be returned regardless.
-		rel := quota.ReleaseRequest{Scope: quota.ScopeAnonymousCreate, Key: key, ID: res.ID}
-		if rerr := h.Quota.Release(context.WithoutCancel(ctx), rel); rerr != nil {
-			h.Logger.ErrorContext(ctx, "release quota unit", "err", rerr)
-		}
 		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(created, fiber.MIMEApplicationJSONCharsetUTF8)

@@ -30,7 +30,7 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 	// Implausible codes are answered without a cache entry or a network call, so a scan of
 	// random paths cannot fill the cache with junk.
 	if !link.PlausibleCode(code) {
-		return errs.NotFound("short link not found")
+		return errs.NotFound(link.MsgNotFound)
 	}
 	now := h.now(c)
 	e, err := h.cache.Lookup(c.UserContext(), code, now)
@@ -39,10 +39,10 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 	}
 	switch {
 	case !e.Found:
-		return errs.NotFound("short link not found")
+		return errs.NotFound(link.MsgNotFound)
 	case e.Status == link.StatusDisabled:
 		return errs.Forbidden("short link has been disabled")
-	case !e.AutoRenew && !now.Before(e.ExpiresAt):
+	case e.Expired(now):
 		return errs.E(errs.KindGone, "short link has expired")
 	}
 	c.Set(fiber.HeaderLocation, e.DestinationURL)

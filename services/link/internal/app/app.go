@@ -1,17 +1,13 @@
-// Package app wires the link service together; main and the component tests both use it.
+// Package app wires the link service on what the boot path opened; main and the component
+// tests both start it through Spec.
 package app
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net"
-	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
-	"github.com/linkmesh/linkmesh/pkg/identity"
-	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/pkg/clients/quota"
+	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/link/internal/cache"
 	"github.com/linkmesh/linkmesh/services/link/internal/config"
@@ -21,56 +17,27 @@ import (
 	"github.com/linkmesh/linkmesh/services/link/internal/urlcheck"
 )
 
-// App is a running link service's parts.
-type App struct {
-	Server *server.Server
-	drain  time.Duration
-	close  func()
+// Spec is the link service for the boot path; cfg is filled before Wire runs.
+func Spec(cfg *config.Config) service.Spec {
+	return service.Spec{Name: pkgconfig.Link, Config: cfg, Wire: func(ctx context.Context, env *service.Env) (service.Parts, error) {
+		return wire(ctx, cfg, env)
+	}}
 }
 
-// Deps are what New needs besides the config.
-type Deps struct {
-	Logger         *slog.Logger
-	TracerProvider trace.TracerProvider
-	// Resolver overrides DNS for the SSRF guard (tests); nil uses the system resolver.
-	Resolver urlcheck.Resolver
-}
-
-// New connects to the datastores and builds the server.
-func New(ctx context.Context, cfg config.Config, deps Deps) (*App, error) {
-	keys, err := identity.NewKeys(cfg.InternalSecret.Reveal())
+// wire builds the URL guard, ensures indexes and mounts the routes.
+func wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
+	checker, err := urlcheck.New(cfg.BaseURL, cfg.Resolver(), cfg.DNSTimeout)
 	if err != nil {
-		return nil, err
+		return service.Parts{}, fmt.Errorf("url checker: %w", err)
 	}
-	resolver := deps.Resolver
-	if resolver == nil {
-		resolver = cfg.Resolver()
-	}
-	checker, err := urlcheck.New(cfg.BaseURL, resolver, cfg.DNSTimeout)
+	st, err := store.New(ctx, env.Stores.DB)
 	if err != nil {
-		return nil, fmt.Errorf("url checker: %w", err)
+		return service.Parts{}, err
 	}
-	ds, err := service.OpenDatastores(ctx, cfg.Mongo, cfg.Redis, deps.TracerProvider)
-	if err != nil {
-		return nil, err
-	}
-	st, err := store.New(ctx, ds.DB)
-	if err != nil {
-		ds.Close()
-		return nil, err
-	}
-	svc := links.NewService(st, cache.New(ds.Redis, deps.Logger), checker, cfg.BaseURL)
-	srv := server.New(server.Options{
-		Name: "link", Logger: deps.Logger, TracerProvider: deps.TracerProvider, Ready: ds.Checks(),
+	svc := links.NewService(links.Options{
+		Store: st, Cache: cache.New(env.Stores.Redis, env.Logger), URLs: checker, BaseURL: cfg.BaseURL,
+		Quota: quota.New(env.Peer(pkgconfig.Quota, cfg.QuotaURL, 0)), Logger: env.Logger,
 	})
-	linkhttp.Register(srv.App(), keys, svc)
-	return &App{Server: srv, drain: cfg.ShutdownDrain, close: ds.Close}, nil
+	linkhttp.Register(env.Server.App(), env.Keys, svc)
+	return service.Parts{}, nil
 }
-
-// Serve runs the server on ln until ctx ends, then releases the datastores.
-func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	return service.Serve(ctx, a.Server, ln, a.drain, a.close)
-}
-
-// Close releases the datastores of an app that will not serve.
-func (a *App) Close() { a.close() }

@@ -59,7 +59,9 @@ func (c *Redis) Get(ctx context.Context, code string) (r link.Resolved, found, c
 		return r, false, true, version
 	}
 	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		return r, false, false, version
+		// Another version's shape, or a corrupted value: read through, and say so.
+		c.log.WarnContext(ctx, "link cache value unreadable", "code", code, "err", err)
+		return link.Resolved{}, false, false, version
 	}
 	return r, true, true, version
 }
@@ -70,6 +72,7 @@ func (c *Redis) Put(ctx context.Context, code, version string, r link.Resolved, 
 	if found {
 		b, err := json.Marshal(r)
 		if err != nil {
+			c.log.WarnContext(ctx, "link cache value not encodable", "code", code, "err", err)
 			return
 		}
 		val, ttl = string(b), link.CacheTTL

@@ -4,8 +4,8 @@ package config
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
-	"net/url"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/config"
@@ -16,8 +16,10 @@ type Config struct {
 	config.Service
 	config.Mongo
 	config.Redis
-	// BaseURL is the public base of short links; links to its host are refused.
-	BaseURL string `env:"LINKMESH_BASE_URL" envDefault:"http://localhost:8080"`
+	// Peers locate the quota service, which counts creations.
+	config.Peers
+	// Public is the base of short links; links to its host are refused.
+	config.Public
 	// DNSTimeout bounds the destination lookup of the SSRF guard.
 	DNSTimeout time.Duration `env:"LINKMESH_DNS_TIMEOUT" envDefault:"2s"`
 	// DNSServer, host:port, sends the guard's lookups to one DNS server instead of the
@@ -25,33 +27,26 @@ type Config struct {
 	DNSServer string `env:"LINKMESH_DNS_SERVER"`
 }
 
-// Load reads and validates the configuration.
-func Load() (Config, error) {
-	cfg, err := config.Load[Config]()
-	if err != nil {
-		return cfg, err
+// Validate checks the link service's own settings; the boot path checks the shared ones.
+func (c *Config) Validate() error {
+	if c.DNSTimeout <= 0 || c.DNSTimeout > 2*time.Second {
+		return fmt.Errorf("LINKMESH_DNS_TIMEOUT must be between 0 and 2s, got %s", c.DNSTimeout)
 	}
-	config.Defaults(&cfg.Service, &cfg.Mongo, "127.0.0.1:8082", "linkmesh_link")
-	if err := cfg.Service.Validate(); err != nil {
-		return cfg, err
-	}
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return cfg, fmt.Errorf("LINKMESH_BASE_URL must be an absolute http(s) URL, got %q", cfg.BaseURL)
-	}
-	if cfg.DNSTimeout <= 0 || cfg.DNSTimeout > 2*time.Second {
-		return cfg, fmt.Errorf("LINKMESH_DNS_TIMEOUT must be between 0 and 2s, got %s", cfg.DNSTimeout)
-	}
-	if cfg.DNSServer != "" {
-		if _, _, err := net.SplitHostPort(cfg.DNSServer); err != nil {
-			return cfg, fmt.Errorf("LINKMESH_DNS_SERVER must be host:port: %w", err)
+	if c.DNSServer != "" {
+		if _, _, err := net.SplitHostPort(c.DNSServer); err != nil {
+			return fmt.Errorf("LINKMESH_DNS_SERVER must be host:port: %w", err)
 		}
 	}
-	return cfg, nil
+	return nil
+}
+
+// LogValue lists the link service's own settings for the start-up line.
+func (c *Config) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("dns_timeout", c.DNSTimeout.String()), slog.String("dns_server", c.DNSServer))
 }
 
 // Resolver is the DNS resolver the SSRF guard uses: the system's, or one pinned to DNSServer.
-func (c Config) Resolver() *net.Resolver {
+func (c *Config) Resolver() *net.Resolver {
 	if c.DNSServer == "" {
 		return net.DefaultResolver
 	}

@@ -25,14 +25,20 @@ type Link struct {
 }
 
 // Expired reports whether visitors of l get 410 at now: auto-renewing links never expire.
-func (l Link) Expired(now time.Time) bool {
-	return !l.AutoRenew && !now.Before(l.ExpiresAt)
-}
+func (l Link) Expired(now time.Time) bool { return l.Resolved().Expired(now) }
 
 // Resolved is the redirect view of l.
 func (l Link) Resolved() link.Resolved {
 	return link.Resolved{ShortCode: l.ShortCode, DestinationURL: l.DestinationURL, Status: l.Status,
 		ExpiresAt: l.ExpiresAt, AutoRenew: l.AutoRenew}
+}
+
+// Change names the fields of a stored link to set; nil fields stay as they are.
+type Change struct {
+	Status    *string
+	ExpiresAt *time.Time
+	AutoRenew *bool
+	DeletedAt *time.Time
 }
 
 // ErrNotFound is returned by stores for an unknown code.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -16,42 +17,74 @@ import (
 
 // Expiry bounds in days, per caller kind.
 const (
-	DefaultExpirationDays    = 30
-	MaxAnonymousDays         = 30
-	MaxRegisteredDays        = 365
-	generatedCodeAttempts    = 5
-	errLinkNotFoundMessage   = "short link not found"
-	errCustomNeedsAccountMsg = "custom_code requires an account"
+	DefaultExpirationDays = 30
+	MaxAnonymousDays      = 30
+	MaxRegisteredDays     = 365
+	generatedCodeAttempts = 5
 )
+
+// Options are the collaborators of a Service.
+type Options struct {
+	Store Store
+	Cache Cache
+	URLs  URLChecker
+	Quota Quota
+	// BaseURL is the public base of short links.
+	BaseURL string
+	Logger  *slog.Logger
+}
 
 // Service applies the link rules over a store and a cache.
 type Service struct {
 	store   Store
 	cache   Cache
 	urls    URLChecker
+	quota   Quota
+	log     *slog.Logger
 	baseURL string
 	now     func() time.Time
 	newCode func() (string, error)
 }
 
-// NewService wires the rules; baseURL is the public base of short links.
-func NewService(store Store, cache Cache, urls URLChecker, baseURL string) *Service {
-	return &Service{store: store, cache: cache, urls: urls, baseURL: strings.TrimRight(baseURL, "/"),
-		now: time.Now, newCode: NewCode}
+// NewService wires the rules.
+func NewService(o Options) *Service {
+	return &Service{store: o.Store, cache: o.Cache, urls: o.URLs, quota: o.Quota, log: o.Logger,
+		baseURL: strings.TrimRight(o.BaseURL, "/"), now: time.Now, newCode: NewCode}
 }
 
 // ShortURL is the public address of code.
 func (s *Service) ShortURL(code string) string { return s.baseURL + "/" + code }
 
-// Create validates req for caller and stores a new link.
+// Create stores a new link for caller: the request is checked first, so a refused one costs
+// no quota; then one unit of the caller's creation quota is taken and, if the link cannot be
+// stored, given back, so only successful creations count.
 func (s *Service) Create(ctx context.Context, caller identity.Caller, req link.CreateRequest) (Link, error) {
+	l, err := s.newLink(ctx, caller, req)
+	if err != nil {
+		return Link{}, err
+	}
+	unit, err := s.reserve(ctx, caller)
+	if err != nil {
+		return Link{}, err
+	}
+	if l, err = s.insert(ctx, l, req.CustomCode); err != nil {
+		s.release(ctx, unit)
+		return Link{}, err
+	}
+	// Drop every cached "unknown code" answer for a code that now exists.
+	s.cache.Invalidate(ctx, l.ShortCode)
+	return l, nil
+}
+
+// newLink checks req for caller and returns the link to store, without its code unless custom.
+func (s *Service) newLink(ctx context.Context, caller identity.Caller, req link.CreateRequest) (Link, error) {
 	days, err := expirationDays(caller, req.ExpirationDays)
 	if err != nil {
 		return Link{}, err
 	}
 	if req.CustomCode != nil {
 		if caller.IsAnonymous() {
-			return Link{}, errs.Forbidden(errCustomNeedsAccountMsg)
+			return Link{}, errs.Forbidden("custom_code requires an account")
 		}
 		if msg := checkCustomCode(*req.CustomCode); msg != "" {
 			return Link{}, errs.Invalid("%s", msg)
@@ -61,39 +94,39 @@ func (s *Service) Create(ctx context.Context, caller identity.Caller, req link.C
 		return Link{}, errs.Invalid("%s", err.Error())
 	}
 	now := s.now().UTC().Truncate(time.Millisecond) // MongoDB keeps milliseconds
-	l := Link{
+	return Link{
 		ID: bson.NewObjectID().Hex(), DestinationURL: req.URL, OwnerID: caller.UserID,
 		CreatedAt: now, ExpiresAt: now.AddDate(0, 0, days), Status: link.StatusActive,
-	}
-	if req.CustomCode != nil {
-		l.ShortCode = *req.CustomCode
-		if err := s.store.Insert(ctx, l); err != nil {
-			if errors.Is(err, ErrCodeTaken) {
-				return Link{}, errs.E(errs.KindConflict, "custom_code is already taken")
-			}
+	}, nil
+}
+
+// insert stores l under the custom code, or under a fresh generated one.
+func (s *Service) insert(ctx context.Context, l Link, custom *string) (Link, error) {
+	if custom != nil {
+		l.ShortCode = *custom
+		err := s.store.Insert(ctx, l)
+		if errors.Is(err, ErrCodeTaken) {
+			return Link{}, errs.E(errs.KindConflict, "custom_code is already taken")
+		}
+		if err != nil {
 			return Link{}, fmt.Errorf("insert link: %w", err)
 		}
-		return s.announce(ctx, l)
+		return l, nil
 	}
 	for range generatedCodeAttempts {
+		var err error
 		if l.ShortCode, err = s.newCode(); err != nil {
 			return Link{}, fmt.Errorf("generate code: %w", err)
 		}
 		err = s.store.Insert(ctx, l)
 		if err == nil {
-			return s.announce(ctx, l)
+			return l, nil
 		}
 		if !errors.Is(err, ErrCodeTaken) {
 			return Link{}, fmt.Errorf("insert link: %w", err)
 		}
 	}
 	return Link{}, fmt.Errorf("insert link: %d code collisions in a row", generatedCodeAttempts)
-}
-
-// announce drops every cached "unknown code" answer for a code that now exists.
-func (s *Service) announce(ctx context.Context, l Link) (Link, error) {
-	s.cache.Invalidate(ctx, l.ShortCode)
-	return l, nil
 }
 
 func expirationDays(caller identity.Caller, requested *int) (int, error) {
@@ -113,12 +146,12 @@ func expirationDays(caller identity.Caller, requested *int) (int, error) {
 // Resolve returns the redirect view of code from the cache or the store.
 func (s *Service) Resolve(ctx context.Context, code string) (link.Resolved, error) {
 	if !link.PlausibleCode(code) {
-		return link.Resolved{}, errs.NotFound(errLinkNotFoundMessage)
+		return link.Resolved{}, errs.NotFound(link.MsgNotFound)
 	}
 	r, found, cached, version := s.cache.Get(ctx, code)
 	if cached {
 		if !found {
-			return link.Resolved{}, errs.NotFound(errLinkNotFoundMessage)
+			return link.Resolved{}, errs.NotFound(link.MsgNotFound)
 		}
 		return r, nil
 	}
@@ -151,11 +184,11 @@ func (s *Service) Info(ctx context.Context, code string) (link.Info, error) {
 // find returns the live (not soft-deleted) link with code.
 func (s *Service) find(ctx context.Context, code string) (Link, error) {
 	if !link.PlausibleCode(code) {
-		return Link{}, errs.NotFound(errLinkNotFoundMessage)
+		return Link{}, errs.NotFound(link.MsgNotFound)
 	}
 	l, err := s.store.FindByCode(ctx, code)
 	if errors.Is(err, ErrNotFound) || (err == nil && l.DeletedAt != nil) {
-		return Link{}, errs.NotFound(errLinkNotFoundMessage)
+		return Link{}, errs.NotFound(link.MsgNotFound)
 	}
 	if err != nil {
 		return Link{}, errs.Unavailable("link store unavailable", err)

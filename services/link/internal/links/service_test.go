@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 )
@@ -81,14 +84,49 @@ func (fakeChecker) Check(_ context.Context, raw string) error {
 var (
 	now  = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	user = identity.Caller{UserID: "u1", Role: "user", Status: "active"}
+	anon = identity.Caller{Role: identity.RoleAnonymous, IPHash: "client-key-1"}
 )
 
+// fakeQuota grants limit units per key; released units free room again.
+type fakeQuota struct {
+	limit    int
+	taken    map[string]int
+	reserved []quota.ReserveRequest
+	released []quota.ReleaseRequest
+	fail     error
+}
+
+func (q *fakeQuota) Reserve(_ context.Context, req quota.ReserveRequest) (quota.Reservation, error) {
+	if q.fail != nil {
+		return quota.Reservation{}, q.fail
+	}
+	q.reserved = append(q.reserved, req)
+	if q.taken[req.Key] >= q.limit {
+		return quota.Reservation{Allowed: false, RetryAfterSeconds: 3600}, nil
+	}
+	q.taken[req.Key]++
+	return quota.Reservation{Allowed: true, ID: fmt.Sprintf("u%d", len(q.reserved))}, nil
+}
+
+func (q *fakeQuota) Release(_ context.Context, req quota.ReleaseRequest) error {
+	q.released = append(q.released, req)
+	q.taken[req.Key]--
+	return nil
+}
+
 func newService() (*Service, *fakeStore, *fakeCache) {
+	s, st, c, _ := newServiceWithQuota()
+	return s, st, c
+}
+
+func newServiceWithQuota() (*Service, *fakeStore, *fakeCache, *fakeQuota) {
 	st := &fakeStore{links: map[string]Link{}}
 	c := &fakeCache{entries: map[string]*link.Resolved{}}
-	s := NewService(st, c, fakeChecker{}, "https://sho.rt/")
+	q := &fakeQuota{limit: 1000, taken: map[string]int{}}
+	s := NewService(Options{Store: st, Cache: c, URLs: fakeChecker{}, Quota: q, BaseURL: "https://sho.rt/",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	s.now = func() time.Time { return now }
-	return s, st, c
+	return s, st, c, q
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -102,16 +140,16 @@ func TestCreateRules(t *testing.T) {
 		msg     string
 		expires time.Time
 	}{
-		{"default expiry", identity.Anonymous, link.CreateRequest{URL: "https://a.example"}, 0, "", now.AddDate(0, 0, 30)},
-		{"anonymous 1 day", identity.Anonymous, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(1)}, 0, "", now.AddDate(0, 0, 1)},
-		{"anonymous 30 days", identity.Anonymous, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(30)}, 0, "", now.AddDate(0, 0, 30)},
-		{"anonymous 31 days", identity.Anonymous, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(31)}, errs.KindInvalid, "expiration_days must be between 1 and 30", time.Time{}},
-		{"zero days", identity.Anonymous, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(0)}, errs.KindInvalid, "expiration_days must be between 1 and 30", time.Time{}},
+		{"default expiry", anon, link.CreateRequest{URL: "https://a.example"}, 0, "", now.AddDate(0, 0, 30)},
+		{"anonymous 1 day", anon, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(1)}, 0, "", now.AddDate(0, 0, 1)},
+		{"anonymous 30 days", anon, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(30)}, 0, "", now.AddDate(0, 0, 30)},
+		{"anonymous 31 days", anon, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(31)}, errs.KindInvalid, "expiration_days must be between 1 and 30", time.Time{}},
+		{"zero days", anon, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(0)}, errs.KindInvalid, "expiration_days must be between 1 and 30", time.Time{}},
 		{"negative days", user, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(-5)}, errs.KindInvalid, "expiration_days must be between 1 and 365", time.Time{}},
 		{"registered 365 days", user, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(365)}, 0, "", now.AddDate(0, 0, 365)},
 		{"registered 366 days", user, link.CreateRequest{URL: "https://a.example", ExpirationDays: ptr(366)}, errs.KindInvalid, "expiration_days must be between 1 and 365", time.Time{}},
-		{"bad destination", identity.Anonymous, link.CreateRequest{URL: "http://internal"}, errs.KindInvalid, "url must not point to a private or internal address", time.Time{}},
-		{"anonymous custom code", identity.Anonymous, link.CreateRequest{URL: "https://a.example", CustomCode: ptr("mine")}, errs.KindForbidden, "custom_code requires an account", time.Time{}},
+		{"bad destination", anon, link.CreateRequest{URL: "http://internal"}, errs.KindInvalid, "url must not point to a private or internal address", time.Time{}},
+		{"anonymous custom code", anon, link.CreateRequest{URL: "https://a.example", CustomCode: ptr("mine")}, errs.KindForbidden, "custom_code requires an account", time.Time{}},
 		{"custom too short", user, link.CreateRequest{URL: "https://a.example", CustomCode: ptr("ab")}, errs.KindInvalid, "custom_code must be 3-32 characters of A-Z, a-z, 0-9, _ and -", time.Time{}},
 		{"custom too long", user, link.CreateRequest{URL: "https://a.example", CustomCode: ptr(strings.Repeat("a", 33))}, errs.KindInvalid, "custom_code must be 3-32 characters of A-Z, a-z, 0-9, _ and -", time.Time{}},
 		{"custom bad chars", user, link.CreateRequest{URL: "https://a.example", CustomCode: ptr("a/b.c")}, errs.KindInvalid, "custom_code must be 3-32 characters of A-Z, a-z, 0-9, _ and -", time.Time{}},
@@ -156,13 +194,13 @@ func TestCreateRetriesCollisions(t *testing.T) {
 	st.links["taken01"] = Link{ShortCode: "taken01"}
 	codes := []string{"taken01", "taken01", "fresh01"}
 	s.newCode = func() (string, error) { c := codes[0]; codes = codes[1:]; return c, nil }
-	l, err := s.Create(context.Background(), identity.Anonymous, link.CreateRequest{URL: "https://a.example"})
+	l, err := s.Create(context.Background(), anon, link.CreateRequest{URL: "https://a.example"})
 	if err != nil || l.ShortCode != "fresh01" {
 		t.Fatalf("got %+v %v", l, err)
 	}
 
 	s.newCode = func() (string, error) { return "taken01", nil }
-	if _, err := s.Create(context.Background(), identity.Anonymous, link.CreateRequest{URL: "https://a.example"}); err == nil {
+	if _, err := s.Create(context.Background(), anon, link.CreateRequest{URL: "https://a.example"}); err == nil {
 		t.Fatal("endless collisions must fail")
 	}
 }

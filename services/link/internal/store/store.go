@@ -72,14 +72,47 @@ func (s *Store) FindByCode(ctx context.Context, code string) (links.Link, error)
 	return fromDoc(d), nil
 }
 
+// Update sets the fields ch names on the link with code; links.ErrNotFound if none.
+func (s *Store) Update(ctx context.Context, code string, ch links.Change) error {
+	set := bson.D{}
+	if ch.Status != nil {
+		set = append(set, bson.E{Key: "status", Value: *ch.Status})
+	}
+	if ch.ExpiresAt != nil {
+		set = append(set, bson.E{Key: "expires_at", Value: ch.ExpiresAt.UTC()})
+	}
+	if ch.AutoRenew != nil {
+		set = append(set, bson.E{Key: "auto_renew", Value: autoRenew(*ch.AutoRenew)})
+	}
+	if ch.DeletedAt != nil {
+		set = append(set, bson.E{Key: "deleted_at", Value: ch.DeletedAt.UTC()})
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	res, err := s.links.UpdateOne(ctx, bson.D{{Key: "short_code", Value: code}}, bson.D{{Key: "$set", Value: set}})
+	if err != nil {
+		return fmt.Errorf("update link: %w", err)
+	}
+	if res.MatchedCount == 0 {
+		return links.ErrNotFound
+	}
+	return nil
+}
+
 func toDoc(l links.Link) doc {
 	d := doc{ID: l.ID, ShortCode: l.ShortCode, DestinationURL: l.DestinationURL, OwnerID: l.OwnerID,
 		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt, Status: l.Status,
-		ClickCount: l.ClickCount}
-	if l.AutoRenew {
-		d.AutoRenew = 1
-	}
+		ClickCount: l.ClickCount, AutoRenew: autoRenew(l.AutoRenew)}
 	return d
+}
+
+// autoRenew is the stored 0/1 of the flag.
+func autoRenew(on bool) int {
+	if on {
+		return 1
+	}
+	return 0
 }
 
 func fromDoc(d doc) links.Link {

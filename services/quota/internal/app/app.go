@@ -1,17 +1,14 @@
-// Package app wires the quota service together: datastores, the window rules, the HTTP
-// server and the bucket sweeper.
+// Package app wires the quota service on what the boot path opened: the window rules, the
+// routes and the bucket sweeper.
 package app
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net"
 	"time"
 
-	"github.com/linkmesh/linkmesh/pkg/identity"
+	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
-	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/quota/internal/config"
 	quotahttp "github.com/linkmesh/linkmesh/services/quota/internal/http"
@@ -19,58 +16,28 @@ import (
 	"github.com/linkmesh/linkmesh/services/quota/internal/window"
 )
 
-// Name is the service name in logs and traces.
-const Name = "quota"
-
-// App is a wired quota service, ready to Run.
-type App struct {
-	cfg     config.Config
-	log     *slog.Logger
-	srv     *server.Server
-	sweeper mongodb.Sweeper
-	close   func()
+// Spec is the quota service for the boot path; cfg is filled before Wire runs.
+func Spec(cfg *config.Config) service.Spec {
+	return service.Spec{Name: pkgconfig.Quota, Config: cfg, Wire: func(ctx context.Context, env *service.Env) (service.Parts, error) {
+		return wire(ctx, cfg, env)
+	}}
 }
 
-// New connects to the datastores, ensures indexes and builds the server. On error everything
-// opened so far is closed again.
-func New(ctx context.Context, cfg config.Config, rt service.Runtime) (_ *App, err error) {
-	a := &App{cfg: cfg, log: rt.Logger}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("validate config: %w", err)
+// wire ensures indexes, mounts the routes and returns the bucket sweeper.
+func wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
+	if err := store.EnsureIndexes(ctx, env.Stores.DB); err != nil {
+		return service.Parts{}, fmt.Errorf("ensure indexes: %w", err)
 	}
-	keys, err := identity.NewKeys(cfg.InternalSecret.Reveal())
-	if err != nil {
-		return nil, fmt.Errorf("internal token keys: %w", err)
-	}
-	ds, err := service.OpenDatastores(ctx, cfg.Mongo, cfg.Redis, rt.TracerProvider)
-	if err != nil {
-		return nil, err
-	}
-	a.close = ds.Close
-	if err := store.EnsureIndexes(ctx, ds.DB); err != nil {
-		ds.Close()
-		return nil, fmt.Errorf("ensure indexes: %w", err)
-	}
-	st := store.New(ds.DB)
+	st := store.New(env.Stores.DB)
 	limiter := window.New(window.Options{
-		Redis:  ds.Redis,
+		Redis:  env.Stores.Redis,
 		Ledger: st,
 		Scopes: window.Scopes(window.Sizes{AnonLimit: cfg.AnonQuota, AnonWindow: cfg.AnonWindow,
 			LoginFailures: cfg.LoginMaxFailures, LoginWindow: cfg.LoginWindow}),
-		Logger: a.log,
+		Logger: env.Logger,
 	})
-	a.srv = server.New(server.Options{Name: Name, Logger: a.log, TracerProvider: rt.TracerProvider, Ready: ds.Checks()})
-	quotahttp.Routes(a.srv.App(), keys, limiter)
-	a.sweeper = mongodb.Sweeper{What: "quota buckets", Interval: store.SweepInterval, Delete: st.DeleteExpired,
-		Now: time.Now, Logger: a.log}
-	return a, nil
+	quotahttp.Routes(env.Server.App(), env.Keys, limiter)
+	sweeper := mongodb.Sweeper{What: "quota buckets", Interval: store.SweepInterval, Delete: st.DeleteExpired,
+		Now: time.Now, Logger: env.Logger}
+	return service.Parts{Workers: []func(context.Context){sweeper.Run}}, nil
 }
-
-// Serve serves on ln and sweeps expired buckets until ctx ends, then drains, stops the
-// sweeper and closes the datastores. Component tests call it on their own listener.
-func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	return service.Serve(ctx, a.srv, ln, a.cfg.ShutdownDrain, a.close, a.sweeper.Run)
-}
-
-// Close releases the datastores of an app that will not serve.
-func (a *App) Close() { a.close() }

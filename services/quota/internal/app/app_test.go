@@ -3,19 +3,12 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"github.com/linkmesh/linkmesh/pkg/logging"
-	pkgservice "github.com/linkmesh/linkmesh/pkg/service"
-	"go.opentelemetry.io/otel/trace/noop"
-	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
-	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
 	"github.com/linkmesh/linkmesh/pkg/identity"
@@ -24,103 +17,45 @@ import (
 	"github.com/linkmesh/linkmesh/services/quota/internal/config"
 )
 
-const secret = "component-test-secret-0123456789abcdef"
-
-// syncBuffer collects the service's logs; the server writes from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+const secret = testenv.Secret
 
 type service struct {
+	*testenv.Booted
 	base   string
 	client *quota.Client
 	token  string
-	logs   *syncBuffer
+	logs   *testenv.LogBuffer
 }
 
-// boot starts the service in-process on a free port against the real datastores and stops it
-// when the test ends.
+// boot starts the service in-process through the production boot path against the real
+// datastores and stops it when the test ends.
 func boot(t *testing.T) *service {
 	t.Helper()
-	mongoURI, redisURL := testenv.URIs(t)
-	db := testenv.Mongo(t) // a fresh database, dropped at the end
-	cfg := config.Config{
-		Service:          pkgconfig.Service{LogLevel: "info", InternalSecret: secret},
-		Mongo:            pkgconfig.Mongo{URI: pkgconfig.Secret(mongoURI), Database: db.Name()},
-		Redis:            pkgconfig.Redis{URL: pkgconfig.Secret(redisURL)},
-		AnonQuota:        2,
-		AnonWindow:       time.Hour,
-		LoginMaxFailures: 3,
-		LoginWindow:      15 * time.Minute,
-	}
-	logs := &syncBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	rt := pkgservice.Runtime{Logger: logging.New(logs, app.Name, "info"), TracerProvider: noop.NewTracerProvider()}
-	a, err := app.New(ctx, cfg, rt)
-	if err != nil {
-		t.Fatalf("app.New: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
+	cfg := &config.Config{}
+	b := testenv.Boot(t, app.Spec(cfg), func() {
+		cfg.AnonQuota, cfg.AnonWindow, cfg.LoginMaxFailures, cfg.LoginWindow = 2, time.Hour, 3, 15*time.Minute
 	})
-
-	keys, err := identity.NewKeys(secret)
+	token, err := b.Keys.Sign(identity.Anonymous)
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, err := keys.Sign(identity.Anonymous)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	hc := httpclient.New(httpclient.Options{Service: "quota", BaseURL: base})
-	return &service{base: base, client: quota.New(hc), token: token, logs: logs}
+	hc := httpclient.New(httpclient.Options{Service: "quota", BaseURL: b.URL})
+	return &service{Booted: b, base: b.URL, client: quota.New(hc), token: token, logs: b.Logs}
 }
 
 func (s *service) ctx() context.Context {
 	return identity.ContextWithToken(context.Background(), s.token)
 }
 
-// post sends a raw body, for what the typed client cannot send.
+// post sends a raw body with token (none when empty), for what the typed client cannot send.
 func (s *service) post(t *testing.T, path, token string, body []byte) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, s.base+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
+	ctx := context.Background()
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		ctx = identity.ContextWithToken(ctx, token)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	r := s.Do(t, ctx, http.MethodPost, path, string(body))
+	return r.Status, r.Body
 }
 
 func TestReserveReleaseRoundTrip(t *testing.T) {

@@ -4,17 +4,10 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/config"
-)
-
-// Defaults for settings whose shared default does not fit this service.
-const (
-	DefaultListenAddr = "127.0.0.1:8085"
-	DefaultDatabase   = "linkmesh_quota"
 )
 
 // Config is everything the quota service reads from its environment.
@@ -35,28 +28,8 @@ type Config struct {
 	LoginWindow time.Duration `env:"LINKMESH_LOGIN_WINDOW" envDefault:"15m"`
 }
 
-// Load reads the environment, fills service defaults and validates the result.
-func Load() (Config, error) {
-	cfg, err := config.Load[Config]()
-	if err != nil {
-		return cfg, err
-	}
-	cfg.applyDefaults()
-	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("validate config: %w", err)
-	}
-	return cfg, nil
-}
-
-func (c *Config) applyDefaults() {
-	config.Defaults(&c.Service, &c.Mongo, DefaultListenAddr, DefaultDatabase)
-}
-
-// Validate checks the settings that have no safe default or a bounded range.
-func (c Config) Validate() error {
-	if err := c.Service.Validate(); err != nil {
-		return err
-	}
+// Validate checks the quota service's own settings; the boot path checks the shared ones.
+func (c *Config) Validate() error {
 	if c.AnonQuota < 1 {
 		return errors.New("LINKMESH_ANON_QUOTA must be at least 1")
 	}
@@ -73,16 +46,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// LogValue lists the settings for the start-up log line; secrets mask themselves.
-func (c Config) LogValue() slog.Value {
+// LogValue lists the quota service's own settings for the start-up line.
+func (c *Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("listen_addr", c.ListenAddr),
-		slog.String("log_level", c.LogLevel),
-		slog.Any("internal_secret", c.InternalSecret),
-		slog.String("shutdown_drain", c.ShutdownDrain.String()),
-		slog.Any("mongodb_uri", c.URI),
-		slog.String("mongodb_database", c.Database),
-		slog.Any("redis_url", c.URL),
 		slog.Int("anon_quota", c.AnonQuota),
 		slog.String("anon_window", c.AnonWindow.String()),
 		slog.Int("login_max_failures", c.LoginMaxFailures),

@@ -6,9 +6,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/service"
 )
 
 const secret = "0123456789abcdef0123456789abcdef-secret"
+
+// load reads the configuration the way the service starts.
+func load() (*Config, error) {
+	cfg := &Config{}
+	return cfg, service.Load("quota", cfg)
+}
 
 func TestLoadDefaults(t *testing.T) {
 	t.Setenv("LINKMESH_INTERNAL_SECRET", secret)
@@ -18,7 +26,7 @@ func TestLoadDefaults(t *testing.T) {
 	t.Setenv("LINKMESH_ANON_WINDOW", "")
 	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES", "")
 	t.Setenv("LINKMESH_LOGIN_WINDOW", "")
-	cfg, err := Load()
+	cfg, err := load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +45,7 @@ func TestLoadReadsSettings(t *testing.T) {
 	t.Setenv("LINKMESH_ANON_WINDOW", "90m")
 	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES", "5")
 	t.Setenv("LINKMESH_LOGIN_WINDOW", "1h")
-	cfg, err := Load()
+	cfg, err := load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +78,7 @@ func TestLoadRejects(t *testing.T) {
 			for k, v := range env {
 				t.Setenv(k, v)
 			}
-			if _, err := Load(); err == nil {
+			if _, err := load(); err == nil {
 				t.Fatal("accepted")
 			}
 		})
@@ -83,7 +91,7 @@ func TestLogValueMasksSecrets(t *testing.T) {
 	cfg.URI = "mongodb://user:mongo-password@db/"
 	cfg.URL = "redis://:redis-password@cache/0"
 	var buf bytes.Buffer
-	slog.New(slog.NewJSONHandler(&buf, nil)).Info("starting", "config", cfg)
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("starting", "config", &cfg)
 	out := buf.String()
 	for _, leak := range []string{secret, "mongo-password", "redis-password"} {
 		if strings.Contains(out, leak) {

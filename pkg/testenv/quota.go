@@ -1,4 +1,4 @@
-package app_test
+package testenv
 
 import (
 	"encoding/json"
@@ -13,10 +13,11 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
-// quotaServer fakes the quota service's two internal routes: limit units per scope and key,
-// released units free room, and every call must carry a valid internal token (the auth
-// service passes the gateway's on).
-type quotaServer struct {
+// QuotaServer fakes the quota service's two internal routes for component tests of the
+// services that reserve units: limit units per scope and key, released units free room, and
+// every call must carry a valid internal token (the caller passes the gateway's on). A
+// denied reservation says Retry-After 840 s of a 900 s window.
+type QuotaServer struct {
 	*httptest.Server
 	mu       sync.Mutex
 	limit    int
@@ -25,8 +26,10 @@ type quotaServer struct {
 	keysSeen []string
 }
 
-func newQuotaServer(t *testing.T, keys *identity.Keys, limit int) *quotaServer {
-	q := &quotaServer{limit: limit, units: map[string]map[string]bool{}}
+// NewQuotaServer starts a fake quota service granting limit units per scope and key; it
+// stops when the test ends.
+func NewQuotaServer(t testing.TB, keys *identity.Keys, limit int) *QuotaServer {
+	q := &QuotaServer{limit: limit, units: map[string]map[string]bool{}}
 	q.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if _, err := keys.Verify(tok); err != nil {
@@ -57,7 +60,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func (q *quotaServer) reserve(r quota.ReserveRequest) quota.Reservation {
+func (q *QuotaServer) reserve(r quota.ReserveRequest) quota.Reservation {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.keysSeen = append(q.keysSeen, r.Key)
@@ -74,26 +77,28 @@ func (q *quotaServer) reserve(r quota.ReserveRequest) quota.Reservation {
 	return quota.Reservation{Allowed: true, ID: id, Limit: q.limit, Used: len(q.units[k]), WindowSeconds: 900}
 }
 
-func (q *quotaServer) release(r quota.ReleaseRequest) {
+func (q *QuotaServer) release(r quota.ReleaseRequest) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.units[r.Scope+"|"+r.Key], r.ID)
 }
 
-func (q *quotaServer) used(scope, key string) int {
+// Used is how many units scope and key hold now.
+func (q *QuotaServer) Used(scope, key string) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.units[scope+"|"+key])
 }
 
-func (q *quotaServer) seen() []string {
+// Seen lists the keys of every reservation asked for, in order.
+func (q *QuotaServer) Seen() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return append([]string(nil), q.keysSeen...)
 }
 
-// reset forgets every counted unit.
-func (q *quotaServer) reset() {
+// Reset forgets every counted unit.
+func (q *QuotaServer) Reset() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.units = map[string]map[string]bool{}

@@ -1,0 +1,201 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/linkmesh/linkmesh/pkg/config"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/logging"
+	"github.com/linkmesh/linkmesh/pkg/service"
+)
+
+// Secret is the internal token secret of services booted by Boot.
+const Secret = "component-test-secret-0123456789abcdef"
+
+// ClientKey is the identity key the gateway would send for one client in component tests.
+const ClientKey = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
+
+// Booted is a service started in-process by Boot.
+type Booted struct {
+	// URL is the service's base URL on loopback.
+	URL  string
+	Keys *identity.Keys
+	// DB is the service's own database (nil for a service without one); it is a fresh
+	// database, dropped when the test ends.
+	DB   *mongo.Database
+	Logs *LogBuffer
+}
+
+// Boot starts the service spec describes through the same boot path as production
+// (service.Run), against the real test datastores, on a free loopback port, and stops it when
+// the test ends. The configuration starts from its defaults; the datastores and Secret are
+// filled in, then each configure function runs (they change the spec's Config the caller
+// holds). Boot returns once the service answers /healthz.
+func Boot(t testing.TB, spec service.Spec, configure ...func()) *Booted {
+	t.Helper()
+	mongoURI, redisURL := URIs(t)
+	if err := env.Parse(spec.Config); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	common := spec.Config.Common()
+	common.InternalSecret, common.LogLevel = Secret, "info"
+	b := &Booted{Logs: &LogBuffer{}}
+	if mc, ok := spec.Config.(interface{ MongoSettings() *config.Mongo }); ok {
+		b.DB = Mongo(t)
+		m := mc.MongoSettings()
+		m.URI, m.Database = config.Secret(mongoURI), b.DB.Name()
+	}
+	if rc, ok := spec.Config.(interface{ RedisSettings() *config.Redis }); ok {
+		rc.RedisSettings().URL = config.Secret(redisURL)
+	}
+	for _, f := range configure {
+		f()
+	}
+	keys, err := identity.NewKeys(Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Keys = keys
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.URL = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	rt := service.Runtime{Logger: logging.New(b.Logs, spec.Name, 0), TracerProvider: noop.NewTracerProvider(), Listener: ln}
+	go func() { done <- service.Run(ctx, spec, rt) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("%s stopped with: %v", spec.Name, err)
+		}
+		if strings.Contains(b.Logs.String(), Secret) {
+			t.Errorf("the internal secret reached the logs of %s", spec.Name)
+		}
+	})
+	if err := b.waitHealthy(done); err != nil {
+		t.Fatalf("boot %s: %v\nlogs:\n%s", spec.Name, err, b.Logs.String())
+	}
+	return b
+}
+
+// waitHealthy polls /healthz until it answers 200, Run fails, or 30 s pass.
+func (b *Booted) waitHealthy(done chan error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			done <- err // for the cleanup
+			if err == nil {
+				err = errors.New("stopped before serving")
+			}
+			return err
+		default:
+		}
+		if resp, err := http.Get(b.URL + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return errors.New("no healthy answer within 30s")
+}
+
+// As returns a context carrying an internal token for caller as the gateway signs it, with
+// ClientKey and a test User-Agent unless the caller names its own.
+func (b *Booted) As(t testing.TB, caller identity.Caller) context.Context {
+	t.Helper()
+	if caller.IPHash == "" {
+		caller.IPHash = ClientKey
+	}
+	if caller.UserAgent == "" {
+		caller.UserAgent = "component-test/1.0"
+	}
+	if caller.UserID == "" {
+		caller.Role = identity.RoleAnonymous
+	}
+	ctx, err := b.Keys.WithCaller(context.Background(), caller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
+// Anonymous is As for a caller without a session.
+func (b *Booted) Anonymous(t testing.TB) context.Context { return b.As(t, identity.Caller{}) }
+
+// Response is a raw answer of Do.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// Do sends a raw request carrying ctx's internal token (if any), for what a typed client does
+// not show: statuses, headers, malformed bodies.
+func (b *Booted) Do(t testing.TB, ctx context.Context, method, path, body string) Response {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, b.URL+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if tok := identity.TokenFromContext(ctx); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: string(data)}
+}
+
+// WantFailure checks the status and that the body is the one-field envelope with msg.
+func (r Response) WantFailure(t testing.TB, status int, msg string) {
+	t.Helper()
+	var env map[string]any
+	if err := json.Unmarshal([]byte(r.Body), &env); err != nil || len(env) != 1 || env["error"] != msg || r.Status != status {
+		t.Fatalf("got %d %s; want %d {\"error\":%q}", r.Status, r.Body, status, msg)
+	}
+}
+
+// LogBuffer collects a service's log lines; the server writes from several goroutines.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

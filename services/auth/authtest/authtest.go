@@ -1,0 +1,42 @@
+// Package authtest is the auth service's one test seam for end-to-end tests: it restricts a
+// stored account the way the moderation features still to come (ban, timeout) will, with the
+// service's own store code. Tests outside this module use it instead of writing the auth
+// database themselves, so a change of its internals cannot silently break or falsify them.
+// It is never linked into the service.
+package authtest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
+	"github.com/linkmesh/linkmesh/services/auth/internal/store"
+)
+
+// Restriction names the status fields to set; empty and nil ones stay as they are.
+type Restriction struct {
+	// Status is "banned" for a ban; a suspension is a TimeoutUntil in the future.
+	Status       string
+	BanReason    *string
+	TimeoutUntil *time.Time
+}
+
+// Restrict applies r to the account userID in db (the auth service's own database). The
+// session gate asks auth on every request, so it acts on the account's next request.
+func Restrict(ctx context.Context, db *mongo.Database, userID string, r Restriction) error {
+	st, err := store.New(ctx, db)
+	if err != nil {
+		return err
+	}
+	ok, err := st.Restrict(ctx, userID, accounts.Restriction{Status: r.Status, BanReason: r.BanReason, TimeoutUntil: r.TimeoutUntil}, time.Now())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("restrict %s: no such account", userID)
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+package links
+
+import (
+	"context"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/quota"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+)
+
+// Quota takes and gives back units of a creation window; *quota.Client satisfies it.
+type Quota interface {
+	Reserve(ctx context.Context, req quota.ReserveRequest) (quota.Reservation, error)
+	Release(ctx context.Context, req quota.ReleaseRequest) error
+}
+
+// unit is a taken quota unit; the zero unit took nothing.
+type unit struct{ release *quota.ReleaseRequest }
+
+// reserve takes one creation unit for caller. Anonymous callers count per identity key
+// (the gateway's HMAC of their address, carried in the internal token); registered callers'
+// creations are not counted yet.
+func (s *Service) reserve(ctx context.Context, caller identity.Caller) (unit, error) {
+	if !caller.IsAnonymous() {
+		return unit{}, nil
+	}
+	if caller.IPHash == "" {
+		// Only a caller the gateway did not describe has no key; counting it under one
+		// shared empty key would let it exhaust everybody's quota, or nobody's.
+		return unit{}, errs.E(errs.KindInternal, "anonymous creation without an identity key")
+	}
+	res, err := s.quota.Reserve(ctx, quota.ReserveRequest{Scope: quota.ScopeAnonymousCreate, Key: caller.IPHash})
+	if err != nil {
+		return unit{}, err
+	}
+	if !res.Allowed {
+		return unit{}, errs.TooMany("anonymous link quota exceeded", time.Duration(res.RetryAfterSeconds)*time.Second)
+	}
+	return unit{release: &quota.ReleaseRequest{Scope: quota.ScopeAnonymousCreate, Key: caller.IPHash, ID: res.ID}}, nil
+}
+
+// release gives u back after a failed creation. The caller may have gone, and the unit
+// must be returned regardless.
+func (s *Service) release(ctx context.Context, u unit) {
+	if u.release == nil {
+		return
+	}
+	if err := s.quota.Release(context.WithoutCancel(ctx), *u.release); err != nil {
+		s.log.ErrorContext(ctx, "release quota unit", "err", err)
+	}
+}

@@ -63,6 +63,12 @@ type Redis struct {
 // RedisSettings returns the Redis settings; a config that embeds Redis uses Redis.
 func (r *Redis) RedisSettings() *Redis { return r }
 
+// Datastores are the settings of a service that owns a MongoDB database and uses Redis.
+type Datastores struct {
+	Mongo
+	Redis
+}
+
 // Peers are the base URLs of the other services; unset ones default to DefaultURL.
 type Peers struct {
 	AuthURL       string `env:"LINKMESH_AUTH_URL"`
@@ -93,6 +99,23 @@ func AbsoluteURL(name, raw string) error {
 		return fmt.Errorf("%s must be an absolute http(s) URL, got %q", name, raw)
 	}
 	return nil
+}
+
+// Together refuses a pair of settings of which only one is set: they mean something only
+// with each other (an issuer and its client id, a verify URL and its secret).
+func Together(nameA, a, nameB, b string) error {
+	if (a == "") != (b == "") {
+		return fmt.Errorf("%s and %s must be set together", nameA, nameB)
+	}
+	return nil
+}
+
+// OptionalURL is AbsoluteURL for a setting that may be left unset.
+func OptionalURL(name, raw string) error {
+	if raw == "" {
+		return nil
+	}
+	return AbsoluteURL(name, raw)
 }
 
 // The services, in the order their default ports run.

@@ -88,8 +88,7 @@ func commonLogValue(cfg Config) slog.Value {
 // serves its probes until its features arrive.
 type Datastore struct {
 	config.Service
-	config.Mongo
-	config.Redis
+	config.Datastores
 }
 
 // Validate has nothing beyond the shared settings to check.

@@ -48,6 +48,14 @@ type Spec struct {
 	Wire func(ctx context.Context, env *Env) (Parts, error)
 }
 
+// For is the Spec of a service whose wiring takes its own config type, so that each service
+// states only its name, its config and its wiring.
+func For[C Config](name string, cfg C, wire func(ctx context.Context, cfg C, env *Env) (Parts, error)) Spec {
+	return Spec{Name: name, Config: cfg, Wire: func(ctx context.Context, env *Env) (Parts, error) {
+		return wire(ctx, cfg, env)
+	}}
+}
+
 // Env is what the boot path opened for a service's wiring.
 type Env struct {
 	Name           string

@@ -97,6 +97,25 @@ func TestLoadFillsDefaults(t *testing.T) {
 	}
 }
 
+// The shared settings are logged the same way for every service, secrets masked.
+func TestCommonLogValueMasksSecrets(t *testing.T) {
+	cfg := &Datastore{Service: config.Service{InternalSecret: secret, ListenAddr: "127.0.0.1:1"}}
+	cfg.URI, cfg.Database = "mongodb://user:mongo-password@db/", "linkmesh_x"
+	cfg.URL = "redis://:redis-password@cache/0"
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("starting", "common", commonLogValue(cfg), "config", cfg)
+	out := buf.String()
+	for _, leak := range []string{secret, "mongo-password", "redis-password"} {
+		if strings.Contains(out, leak) {
+			t.Fatalf("log leaks %q: %s", leak, out)
+		}
+	}
+	if !strings.Contains(out, `"mongodb_database":"linkmesh_x"`) || !strings.Contains(out, `"listen_addr":"127.0.0.1:1"`) ||
+		!strings.Contains(out, `"redis_url":"****"`) {
+		t.Fatalf("log lacks the shared settings: %s", out)
+	}
+}
+
 // Workers run while the server serves and stop after it drained; the wiring's Close runs
 // after them. The start-up line carries the shared and the service's own settings, never
 // the secret.

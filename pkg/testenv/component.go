@@ -199,3 +199,39 @@ func (b *LogBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// Keys are the internal token keys of services booted by Boot, for fakes that check tokens.
+func Keys(t testing.TB) *identity.Keys {
+	t.Helper()
+	keys, err := identity.NewKeys(Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// RefusesConfig checks a service's configuration loading: with the environment base, load
+// succeeds; with base overlaid by each case's variables, it fails.
+func RefusesConfig(t *testing.T, base map[string]string, cases map[string]map[string]string, load func() error) {
+	t.Helper()
+	setAll := func(t *testing.T, env map[string]string) {
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+	}
+	t.Run("base", func(t *testing.T) {
+		setAll(t, base)
+		if err := load(); err != nil {
+			t.Fatalf("the base environment is refused: %v", err)
+		}
+	})
+	for name, env := range cases {
+		t.Run(name, func(t *testing.T) {
+			setAll(t, base)
+			setAll(t, env)
+			if err := load(); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+}

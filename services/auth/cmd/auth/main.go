@@ -3,9 +3,10 @@
 package main
 
 import (
+	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/auth/internal/app"
 	"github.com/linkmesh/linkmesh/services/auth/internal/config"
 )
 
-func main() { service.Main(app.Spec(&config.Config{})) }
+func main() { service.Main(service.For(pkgconfig.Auth, &config.Config{}, app.Wire)) }

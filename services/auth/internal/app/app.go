@@ -1,7 +1,7 @@
 // Package app wires the auth service together: datastores, the quota client, the identity
 // provider, the account rules, the bootstrap super admin, the HTTP server and the sweepers of
 // expired sessions and old login records, on what the boot path opened. main and the
-// component tests both start it through Spec.
+// component tests both start it with service.For.
 package app
 
 import (
@@ -22,15 +22,11 @@ import (
 	"github.com/linkmesh/linkmesh/services/auth/internal/store"
 )
 
-// Spec is the auth service for the boot path; cfg is filled before Wire runs.
-func Spec(cfg *config.Config) service.Spec {
-	return service.Spec{Name: pkgconfig.Auth, Config: cfg, Wire: func(ctx context.Context, env *service.Env) (service.Parts, error) {
-		return wire(ctx, cfg, env)
-	}}
-}
-
-// wire ensures indexes and the bootstrap super admin, and mounts the routes.
-func wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
+// Wire builds the auth service on what the boot path opened: the account store (and its
+// indexes), the password hasher, the quota client of the login windows, the identity
+// provider, the bootstrap super admin and the internal routes. Its workers sweep expired
+// sessions and login records past their retention.
+func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
 	st, err := store.New(ctx, env.Stores.DB)
 	if err != nil {
 		return service.Parts{}, fmt.Errorf("open account store: %w", err)

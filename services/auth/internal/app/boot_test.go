@@ -16,6 +16,7 @@ import (
 	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	pkgservice "github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/services/auth/internal/app"
 	"github.com/linkmesh/linkmesh/services/auth/internal/config"
@@ -37,13 +38,10 @@ type service struct {
 // ends.
 func boot(t *testing.T, configure ...func(*config.Config)) *service {
 	t.Helper()
-	keys, err := identity.NewKeys(testenv.Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := testenv.Keys(t)
 	qs := testenv.NewQuotaServer(t, keys, 3)
 	cfg := &config.Config{}
-	b := testenv.Boot(t, app.Spec(cfg), func() {
+	b := testenv.Boot(t, pkgservice.For(pkgconfig.Auth, cfg, app.Wire), func() {
 		cfg.QuotaURL, cfg.SessionTTL = qs.URL, time.Hour
 		for _, f := range configure {
 			f(cfg)

@@ -19,8 +19,7 @@ const MinLoginRecordRetention = 24 * time.Hour
 // Config is everything the auth service reads from its environment.
 type Config struct {
 	config.Service
-	config.Mongo
-	config.Redis
+	config.Datastores
 	config.Peers
 
 	// SessionTTL is how long a session (and its go_session cookie) lives.
@@ -50,29 +49,24 @@ func (c *Config) Validate() error {
 	if c.LoginRecordRetention < MinLoginRecordRetention {
 		return errors.New("LINKMESH_LOGIN_RECORD_RETENTION must be at least 24h")
 	}
-	if (c.OIDCIssuer == "") != (c.OIDCClientID == "") {
-		return errors.New("LINKMESH_OIDC_ISSUER and LINKMESH_OIDC_CLIENT_ID must be set together")
+	if c.OIDCJWKSURL != "" && c.OIDCIssuer == "" {
+		return errors.New("LINKMESH_OIDC_JWKS_URL needs LINKMESH_OIDC_ISSUER and LINKMESH_OIDC_CLIENT_ID")
 	}
-	if c.OIDCIssuer != "" {
-		if err := config.AbsoluteURL("LINKMESH_OIDC_ISSUER", c.OIDCIssuer); err != nil {
-			return err
-		}
-	}
-	if c.OIDCJWKSURL != "" {
-		if c.OIDCIssuer == "" {
-			return errors.New("LINKMESH_OIDC_JWKS_URL needs LINKMESH_OIDC_ISSUER and LINKMESH_OIDC_CLIENT_ID")
-		}
-		if err := config.AbsoluteURL("LINKMESH_OIDC_JWKS_URL", c.OIDCJWKSURL); err != nil {
-			return err
+	for _, check := range []error{
+		config.Together("LINKMESH_OIDC_ISSUER", c.OIDCIssuer, "LINKMESH_OIDC_CLIENT_ID", c.OIDCClientID),
+		config.OptionalURL("LINKMESH_OIDC_ISSUER", c.OIDCIssuer),
+		config.OptionalURL("LINKMESH_OIDC_JWKS_URL", c.OIDCJWKSURL),
+		config.Together("LINKMESH_BOOTSTRAP_ADMIN_EMAIL", c.BootstrapAdminEmail,
+			"LINKMESH_BOOTSTRAP_ADMIN_PASSWORD", c.BootstrapAdminPassword.Reveal()),
+	} {
+		if check != nil {
+			return check
 		}
 	}
 	return c.validateBootstrap()
 }
 
 func (c *Config) validateBootstrap() error {
-	if (c.BootstrapAdminEmail == "") != (c.BootstrapAdminPassword == "") {
-		return errors.New("LINKMESH_BOOTSTRAP_ADMIN_EMAIL and LINKMESH_BOOTSTRAP_ADMIN_PASSWORD must be set together")
-	}
 	if c.BootstrapAdminEmail == "" {
 		return nil
 	}

@@ -2,9 +2,10 @@
 package main
 
 import (
+	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/app"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/config"
 )
 
-func main() { service.Main(app.Spec(&config.Config{})) }
+func main() { service.Main(service.For(pkgconfig.Gateway, &config.Config{}, app.Wire)) }

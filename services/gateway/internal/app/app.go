@@ -1,5 +1,5 @@
 // Package app wires the gateway on what the boot path opened; main and the component tests
-// both start it through Spec.
+// both start it with service.For.
 package app
 
 import (
@@ -20,15 +20,9 @@ import (
 	"github.com/linkmesh/linkmesh/services/gateway/internal/session"
 )
 
-// Spec is the gateway for the boot path; cfg is filled before Wire runs.
-func Spec(cfg *config.Config) service.Spec {
-	return service.Spec{Name: pkgconfig.Gateway, Config: cfg, Wire: func(ctx context.Context, env *service.Env) (service.Parts, error) {
-		return wire(ctx, cfg, env)
-	}}
-}
-
-// wire subscribes the redirect cache to link invalidations and mounts the public routes.
-func wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
+// Wire builds the gateway on what the boot path opened. It subscribes the redirect cache
+// to link invalidations before the first request, so no change can slip past it.
+func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
 	linkHTTP, authHTTP := env.Peer(pkgconfig.Link, cfg.LinkURL, 0), env.Peer(pkgconfig.Auth, cfg.AuthURL, 0)
 	links, authClient := link.New(linkHTTP), auth.New(authHTTP)
 	cache := redirect.NewCache(cfg.RedirectCacheSize, redirect.LinkResolver{Links: links, Keys: env.Keys})

@@ -14,7 +14,9 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	pkgservice "github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/app"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/config"
@@ -109,13 +111,10 @@ type gateway struct {
 // Redis, with the fake link and auth services as its peers.
 func boot(t *testing.T) *gateway {
 	t.Helper()
-	keys, err := identity.NewKeys(testenv.Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := testenv.Keys(t)
 	p := newPeers(t, keys)
 	cfg := &config.Config{}
-	b := testenv.Boot(t, app.Spec(cfg), func() {
+	b := testenv.Boot(t, pkgservice.For(pkgconfig.Gateway, cfg, app.Wire), func() {
 		cfg.LinkURL, cfg.AuthURL = p.URL, p.URL
 		cfg.IdentitySecret = "component-identity-secret-0123456789"
 	})

@@ -43,13 +43,11 @@ func (c *Config) Validate() error {
 	if c.RedirectCacheSize < 1 {
 		return errors.New("LINKMESH_REDIRECT_CACHE_SIZE must be positive")
 	}
-	if (c.CaptchaVerifyURL == "") != (c.CaptchaSecret == "") {
-		return errors.New("LINKMESH_CAPTCHA_VERIFY_URL and LINKMESH_CAPTCHA_SECRET must be set together")
+	if err := config.Together("LINKMESH_CAPTCHA_VERIFY_URL", c.CaptchaVerifyURL, "LINKMESH_CAPTCHA_SECRET", c.CaptchaSecret.Reveal()); err != nil {
+		return err
 	}
-	if c.CaptchaVerifyURL != "" {
-		if err := config.AbsoluteURL("LINKMESH_CAPTCHA_VERIFY_URL", c.CaptchaVerifyURL); err != nil {
-			return err
-		}
+	if err := config.OptionalURL("LINKMESH_CAPTCHA_VERIFY_URL", c.CaptchaVerifyURL); err != nil {
+		return err
 	}
 	c.Proxies = nil
 	for _, s := range c.TrustedProxies {

@@ -1,5 +1,5 @@
 // Package app wires the link service on what the boot path opened; main and the component
-// tests both start it through Spec.
+// tests both start it with service.For.
 package app
 
 import (
@@ -17,15 +17,10 @@ import (
 	"github.com/linkmesh/linkmesh/services/link/internal/urlcheck"
 )
 
-// Spec is the link service for the boot path; cfg is filled before Wire runs.
-func Spec(cfg *config.Config) service.Spec {
-	return service.Spec{Name: pkgconfig.Link, Config: cfg, Wire: func(ctx context.Context, env *service.Env) (service.Parts, error) {
-		return wire(ctx, cfg, env)
-	}}
-}
-
-// wire builds the URL guard, ensures indexes and mounts the routes.
-func wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
+// Wire builds the link service on what the boot path opened: the SSRF guard, the link store
+// (and its indexes), the Redis cache, the quota client that counts creations, and the
+// internal routes.
+func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
 	checker, err := urlcheck.New(cfg.BaseURL, cfg.Resolver(), cfg.DNSTimeout)
 	if err != nil {
 		return service.Parts{}, fmt.Errorf("url checker: %w", err)

@@ -7,7 +7,9 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
+	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	pkgservice "github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/services/link/internal/app"
 	"github.com/linkmesh/linkmesh/services/link/internal/config"
@@ -22,13 +24,10 @@ type service struct {
 // real datastores and a fake quota service granting two creations per key.
 func boot(t *testing.T) *service {
 	t.Helper()
-	keys, err := identity.NewKeys(testenv.Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := testenv.Keys(t)
 	qs := testenv.NewQuotaServer(t, keys, 2)
 	cfg := &config.Config{}
-	b := testenv.Boot(t, app.Spec(cfg), func() {
+	b := testenv.Boot(t, pkgservice.For(pkgconfig.Link, cfg, app.Wire), func() {
 		cfg.QuotaURL, cfg.BaseURL = qs.URL, "https://sho.rt"
 	})
 	return &service{Booted: b, quota: qs}

@@ -14,8 +14,9 @@ import (
 // Config is every setting the link service reads.
 type Config struct {
 	config.Service
-	config.Mongo
-	config.Redis
+	// Datastores: MongoDB holds the links; Redis their resolved views and the broadcast of
+	// their changes.
+	config.Datastores
 	// Peers locate the quota service, which counts creations.
 	config.Peers
 	// Public is the base of short links; links to its host are refused.

@@ -2,9 +2,10 @@
 package main
 
 import (
+	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/quota/internal/app"
 	"github.com/linkmesh/linkmesh/services/quota/internal/config"
 )
 
-func main() { service.Main(app.Spec(&config.Config{})) }
+func main() { service.Main(service.For(pkgconfig.Quota, &config.Config{}, app.Wire)) }

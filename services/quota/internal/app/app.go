@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/quota/internal/config"
@@ -16,15 +15,9 @@ import (
 	"github.com/linkmesh/linkmesh/services/quota/internal/window"
 )
 
-// Spec is the quota service for the boot path; cfg is filled before Wire runs.
-func Spec(cfg *config.Config) service.Spec {
-	return service.Spec{Name: pkgconfig.Quota, Config: cfg, Wire: func(ctx context.Context, env *service.Env) (service.Parts, error) {
-		return wire(ctx, cfg, env)
-	}}
-}
-
-// wire ensures indexes, mounts the routes and returns the bucket sweeper.
-func wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
+// Wire builds the quota service on what the boot path opened: the windows over Redis and
+// their durable buckets, and the internal routes; its worker sweeps expired buckets.
+func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
 	if err := store.EnsureIndexes(ctx, env.Stores.DB); err != nil {
 		return service.Parts{}, fmt.Errorf("ensure indexes: %w", err)
 	}

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
+	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	pkgservice "github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/services/quota/internal/app"
 	"github.com/linkmesh/linkmesh/services/quota/internal/config"
@@ -32,7 +34,7 @@ type service struct {
 func boot(t *testing.T) *service {
 	t.Helper()
 	cfg := &config.Config{}
-	b := testenv.Boot(t, app.Spec(cfg), func() {
+	b := testenv.Boot(t, pkgservice.For(pkgconfig.Quota, cfg, app.Wire), func() {
 		cfg.AnonQuota, cfg.AnonWindow, cfg.LoginMaxFailures, cfg.LoginWindow = 2, time.Hour, 3, 15*time.Minute
 	})
 	token, err := b.Keys.Sign(identity.Anonymous)

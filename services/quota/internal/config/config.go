@@ -13,8 +13,7 @@ import (
 // Config is everything the quota service reads from its environment.
 type Config struct {
 	config.Service
-	config.Mongo
-	config.Redis
+	config.Datastores
 
 	// AnonQuota is how many anonymous link creations one identity key gets per AnonWindow.
 	AnonQuota int `env:"LINKMESH_ANON_QUOTA" envDefault:"10"`

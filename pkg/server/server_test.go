@@ -55,6 +55,43 @@ func envelope(t *testing.T, body string) string {
 	return msg
 }
 
+// The 413 message names the limit the server enforces.
+func TestBodyLimitMessageNamesTheLimit(t *testing.T) {
+	if want := fmt.Sprintf("request body exceeds %d KiB", BodyLimit/1024); errs.MsgBodyTooLarge != want {
+		t.Fatalf("message %q, limit says %q", errs.MsgBodyTooLarge, want)
+	}
+}
+
+// A dependency failure that reaches the error handler as a plain error is classified once,
+// there: a recognised outage is a 503 with its message, anything else stays a 500, and a
+// deliberate kind is never reclassified.
+func TestClassifiedFailures(t *testing.T) {
+	outage := errors.New("dial tcp: connection refused")
+	s := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: noop.NewTracerProvider(),
+		Classify: []errs.Classifier{func(err error) *errs.Error {
+			if errors.Is(err, outage) {
+				return errs.Unavailable("store unavailable", err)
+			}
+			return nil
+		}}})
+	s.App().Get("/wrapped", func(*fiber.Ctx) error { return fmt.Errorf("insert link: %w", outage) })
+	s.App().Get("/internal-kind", func(*fiber.Ctx) error { return &errs.Error{Kind: errs.KindInternal, Message: "x", Err: outage} })
+	s.App().Get("/deliberate", func(*fiber.Ctx) error { return &errs.Error{Kind: errs.KindConflict, Message: "taken", Err: outage} })
+	s.App().Get("/other", func(*fiber.Ctx) error { return errors.New("decode: bad document") })
+	for path, want := range map[string]struct {
+		status int
+		msg    string
+	}{
+		"/wrapped": {503, "store unavailable"}, "/internal-kind": {503, "store unavailable"},
+		"/deliberate": {409, "taken"}, "/other": {500, "internal server error"},
+	} {
+		resp, body := do(t, s, httptest.NewRequest("GET", path, nil))
+		if resp.StatusCode != want.status || envelope(t, body) != want.msg {
+			t.Errorf("%s: got %d %s, want %d %q", path, resp.StatusCode, body, want.status, want.msg)
+		}
+	}
+}
+
 func TestFailuresUseTheEnvelope(t *testing.T) {
 	s := newTestServer(nil)
 	cases := []struct {

@@ -110,7 +110,9 @@ type Request struct {
 	Method string
 	Path   string
 	Body   any
-	// IdempotencyKey makes a non-idempotent call safe to retry; the server must honour it.
+	// IdempotencyKey, when set, marks the call as safe to retry and is sent as the
+	// Idempotency-Key header. No linkmesh server reads that header, so retrying is only safe
+	// when the operation itself is idempotent for this key, as quota release is by unit id.
 	IdempotencyKey string
 	// Idempotent marks a POST whose repetition changes nothing (a lookup or a revocation
 	// sent as POST to keep a token out of URLs), so it may be retried.

@@ -23,6 +23,8 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/logging"
+	"github.com/linkmesh/linkmesh/pkg/mongodb"
+	"github.com/linkmesh/linkmesh/pkg/redisdb"
 	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/pkg/telemetry"
 )
@@ -151,7 +153,7 @@ func Run(ctx context.Context, spec Spec, rt Runtime) (err error) {
 		stores.Close()
 	}
 	srv := server.New(server.Options{Name: spec.Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider,
-		Ready: stores.Checks(), Classify: []errs.Classifier{}})
+		Ready: stores.Checks(), Classify: []errs.Classifier{mongodb.Classify, redisdb.Classify}})
 	if spec.Wire != nil {
 		e := &Env{Name: spec.Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider, Keys: keys, Stores: stores, Server: srv}
 		if parts, err = spec.Wire(ctx, e); err != nil {

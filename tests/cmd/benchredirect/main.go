@@ -3,6 +3,9 @@
 //
 // The server under test (gateway or baseline) is pinned to one core and wrk to the other, so
 // the two never compete; the rounds alternate so drift on a shared machine hits both equally.
+//
+// It exits with status 1, after printing every figure, when the full stack's median throughput
+// falls below -min-ratio of the baseline's.
 package main
 
 import (
@@ -28,6 +31,7 @@ type options struct {
 	conns    int
 	serveCPU string
 	loadCPU  string
+	minRatio float64
 }
 
 func main() {
@@ -41,6 +45,7 @@ func main() {
 	flag.IntVar(&o.conns, "connections", 32, "wrk connections")
 	flag.StringVar(&o.serveCPU, "serve-cpu", "1", "core the server under test runs on")
 	flag.StringVar(&o.loadCPU, "load-cpu", "0", "core wrk runs on")
+	flag.Float64Var(&o.minRatio, "min-ratio", minRatio, "least full-stack/baseline throughput ratio that passes; below it the exit status is 1")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -132,8 +137,9 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	b, f := median(baseRPS), median(fullRPS)
-	fmt.Printf("\nmedian req/s: baseline %.0f, full stack %.0f → ratio %.2f× (target ≥ 0.85×)\n", b, f, f/b)
-	return nil
+	ratio := target{name: "ratio", got: f / b, min: o.minRatio}
+	fmt.Printf("\nmedian req/s: baseline %.0f, full stack %.0f → %s\n", b, f, ratio)
+	return judge(ratio)
 }
 
 func median(xs []float64) float64 {

@@ -3,6 +3,7 @@ package app_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
@@ -124,4 +125,34 @@ func TestRoutesNeedInternalToken(t *testing.T) {
 		s.Do(t, t.Context(), r[0], r[1], `{}`).WantFailure(t, 401, identity.MsgTokenRequired)
 	}
 	s.Do(t, s.Anonymous(t), "GET", "/internal/links/nope123/resolve", "").WantFailure(t, 404, link.MsgNotFound)
+}
+
+// A MongoDB outage answers 503 with the envelope, never a 500, and gives the creation's quota
+// unit back: the boot path classifies the store's plain error once, in the error handler.
+func TestDatastoreOutageIs503(t *testing.T) {
+	mongoURI, _ := testenv.URIs(t)
+	u, err := url.Parse(mongoURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NewProxy(t, u.Host)
+	keys := testenv.Keys(t)
+	qs := testenv.NewQuotaServer(t, keys, 5)
+	cfg := &config.Config{}
+	b := testenv.Boot(t, pkgservice.For(pkgconfig.Link, cfg, app.Wire), func() {
+		cfg.QuotaURL = qs.URL
+		cfg.URI = pkgconfig.Secret("mongodb://" + proxy.Addr() + "/")
+	})
+	anon := b.Anonymous(t)
+	created(t, b.Do(t, anon, "POST", create, `{"url":"https://93.184.216.34/before"}`))
+
+	proxy.Cut()
+	b.Do(t, anon, "POST", create, `{"url":"https://93.184.216.34/during"}`).WantFailure(t, 503, "mongodb unavailable")
+	if n := qs.Used(quota.ScopeAnonymousCreate, testenv.ClientKey); n != 1 {
+		t.Fatalf("%d units held after a failed creation, want the 1 of the stored link", n)
+	}
+	b.Do(t, anon, "GET", "/internal/links/nope123/info", "").WantFailure(t, 503, "link store unavailable")
+
+	proxy.Restore()
+	created(t, b.Do(t, anon, "POST", create, `{"url":"https://93.184.216.34/after"}`))
 }

@@ -1,0 +1,84 @@
+package mongodb
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
+
+	"github.com/linkmesh/linkmesh/pkg/errs"
+)
+
+// transientServerCodes are the server error codes the driver itself retries: the node is
+// unreachable, shutting down, stepping down or out of time, so the same request can succeed
+// once the deployment recovers. No mistake of the caller produces one of them.
+var transientServerCodes = []int{
+	6,     // HostUnreachable
+	7,     // HostNotFound
+	89,    // NetworkTimeout
+	91,    // ShutdownInProgress
+	134,   // ReadConcernMajorityNotAvailableYet
+	189,   // PrimarySteppedDown
+	262,   // ExceededTimeLimit
+	9001,  // SocketException
+	10107, // NotWritablePrimary
+	11600, // InterruptedAtShutdown
+	11602, // InterruptedDueToReplStateChange
+	13435, // NotPrimaryNoSecondaryOk
+	13436, // NotPrimaryOrSecondary
+}
+
+// Unavailable reports whether err, however deeply wrapped, means MongoDB could not be reached
+// or did not answer in time, so a client should see a 503 rather than a 500.
+//
+// A canceled context never counts: the caller went away, although the driver reports that in
+// the same server-selection and connection errors an outage produces.
+func Unavailable(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return false
+	case errors.Is(err, mongo.ErrClientDisconnected), errors.Is(err, topology.ErrTopologyClosed):
+		return true
+	// A server-selection timeout (topology.ServerSelectionError wrapping the deadline) is caught
+	// by IsTimeout. The same type without a timeout is an invalid read preference, which no
+	// amount of waiting fixes, so the type alone is not enough.
+	case mongo.IsNetworkError(err), mongo.IsTimeout(err), connectionLost(err):
+		return true
+	}
+	if se := mongo.ServerError(nil); errors.As(err, &se) {
+		for _, code := range transientServerCodes {
+			if se.HasErrorCode(code) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// connectionLost catches socket failures that reach the caller without the driver's
+// NetworkError label, as when a connection breaks outside an operation.
+func connectionLost(err error) bool {
+	// A TLS alert from the peer is a refusal of our certificate, not an outage.
+	if opErr := (*net.OpError)(nil); errors.As(err, &opErr) && opErr.Op != "remote error" {
+		return true
+	}
+	// EOF counts only from a connection: a decoder says EOF about truncated data too.
+	ce := topology.ConnectionError{}
+	return errors.As(err, &ce) && (errors.Is(ce.Wrapped, io.EOF) || errors.Is(ce.Wrapped, io.ErrUnexpectedEOF))
+}
+
+// Classify returns a 503 *errs.Error wrapping err when Unavailable(err), and nil otherwise.
+// An err already carrying a non-internal kind gets nil too: whoever chose that kind knew more
+// about the failure than its cause does.
+func Classify(err error) *errs.Error {
+	if e, ok := errs.As(err); ok && e.Kind != errs.KindInternal {
+		return nil
+	}
+	if !Unavailable(err) {
+		return nil
+	}
+	return errs.Unavailable("mongodb unavailable", err)
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// minRatio is the share of the bare Fiber handler's throughput the full stack must reach: the
+// stack's own work (cache lookup, click event, tracing) may cost at most 15%.
+const minRatio = 0.85
+
+// errTargetMissed makes the process exit non-zero, so a regression fails the run that shows it
+// instead of passing unnoticed in a log.
+var errTargetMissed = errors.New("benchmark target missed")
+
+// target is a measured figure and the floor it must reach.
+type target struct {
+	name string
+	got  float64
+	min  float64
+}
+
+// met reports whether the figure reached its floor. NaN, which a zero baseline produces, never
+// does: a run that measured nothing has not shown anything.
+func (t target) met() bool { return t.got >= t.min }
+
+// String renders the figure with its verdict, so nobody has to compare the numbers by eye.
+func (t target) String() string {
+	verdict := "met"
+	if !t.met() {
+		verdict = "MISSED"
+	}
+	return fmt.Sprintf("%s %s× — target ≥ %s×: %s", t.name, t.figure(), strconv.FormatFloat(t.min, 'f', -1, 64), verdict)
+}
+
+// figure prints got to two decimals, or more when rounding would lift a miss to the floor: a
+// line reading "0.85× — target ≥ 0.85×: MISSED" would look like a bug in the verdict.
+func (t target) figure() string {
+	for prec := 2; ; prec++ {
+		s := strconv.FormatFloat(t.got, 'f', prec, 64)
+		if shown, _ := strconv.ParseFloat(s, 64); t.met() || shown < t.min || prec == 6 {
+			return s
+		}
+	}
+}
+
+// judge returns an error wrapping errTargetMissed and naming every missed target, or nil when
+// all were met.
+func judge(targets ...target) error {
+	var missed []string
+	for _, t := range targets {
+		if !t.met() {
+			missed = append(missed, t.String())
+		}
+	}
+	if len(missed) > 0 {
+		return fmt.Errorf("%w: %s", errTargetMissed, strings.Join(missed, "; "))
+	}
+	return nil
+}

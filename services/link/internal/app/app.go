@@ -5,6 +5,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
@@ -31,7 +32,8 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	}
 	svc := links.NewService(links.Options{
 		Store: st, Cache: cache.New(env.Stores.Redis, env.Logger), URLs: checker, BaseURL: cfg.BaseURL,
-		Quota: quota.New(env.Peer(pkgconfig.Quota, cfg.QuotaURL, 0)), Logger: env.Logger,
+		// Bounded well inside the gateway's 5 s deadline for the whole creation, DNS check included.
+		Quota: quota.New(env.Peer(pkgconfig.Quota, cfg.QuotaURL, 2*time.Second)), Logger: env.Logger,
 	})
 	linkhttp.Register(env.Server.App(), env.Keys, svc)
 	return service.Parts{}, nil

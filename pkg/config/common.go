@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -39,11 +40,17 @@ func (s Service) Validate() error {
 // ParseLogLevel reads debug, info, warn or error (any letter case). An unknown level is an
 // error rather than a silent info: an operator who asked for debug must not be left guessing.
 func ParseLogLevel(s string) (slog.Level, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(s)); err != nil || s == "" {
-		return 0, fmt.Errorf("LINKMESH_LOG_LEVEL must be debug, info, warn or error, got %q", s)
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
 	}
-	return lvl, nil
+	return 0, fmt.Errorf("LINKMESH_LOG_LEVEL must be debug, info, warn or error, got %q", s)
 }
 
 // Mongo holds the MongoDB settings of a service that owns a database.

@@ -71,7 +71,7 @@ func TestParseLogLevel(t *testing.T) {
 			t.Errorf("%q: %v %v", in, got, err)
 		}
 	}
-	for _, bad := range []string{"", "verbose", "inf", "info ", "-4"} {
+	for _, bad := range []string{"", "verbose", "inf", "info ", "-4", "info+2", "DEBUG-8"} {
 		if _, err := ParseLogLevel(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

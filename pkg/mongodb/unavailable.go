@@ -31,14 +31,14 @@ var transientServerCodes = []int{
 	13436, // NotPrimaryOrSecondary
 }
 
-// Unavailable reports whether err, however deeply wrapped, means MongoDB could not be reached
-// or did not answer in time, so a client should see a 503 rather than a 500.
+// Unavailable reports whether err, however deeply wrapped, is the driver saying MongoDB could
+// not be reached or did not answer in time, so a client should see a 503 rather than a 500.
 //
 // A canceled context never counts: the caller went away, although the driver reports that in
 // the same server-selection and connection errors an outage produces.
 func Unavailable(err error) bool {
 	switch {
-	case err == nil, errors.Is(err, context.Canceled):
+	case err == nil, errors.Is(err, context.Canceled), !fromDriver(err):
 		return false
 	case errors.Is(err, mongo.ErrClientDisconnected), errors.Is(err, topology.ErrTopologyClosed):
 		return true
@@ -56,6 +56,19 @@ func Unavailable(err error) bool {
 		}
 	}
 	return false
+}
+
+// fromDriver reports whether err came out of the MongoDB driver. Deadlines and socket errors
+// look alike whatever produced them (a Redis call, a peer), and only the driver's own are
+// MongoDB's to answer for.
+func fromDriver(err error) bool {
+	var (
+		sel  topology.ServerSelectionError
+		conn topology.ConnectionError
+		srv  mongo.ServerError
+	)
+	return errors.As(err, &sel) || errors.As(err, &conn) || errors.As(err, &srv) ||
+		errors.Is(err, mongo.ErrClientDisconnected) || errors.Is(err, topology.ErrTopologyClosed)
 }
 
 // connectionLost catches socket failures that reach the caller without the driver's

@@ -33,8 +33,9 @@ func TestUnavailable(t *testing.T) {
 		want bool
 	}{
 		{"nil", nil, false},
-		{"deadline", context.DeadlineExceeded, true},
-		{"deadline wrapped twice", fmt.Errorf("get link: %w", fmt.Errorf("find: %w", context.DeadlineExceeded)), true},
+		{"a bare deadline is not known to be MongoDB's", context.DeadlineExceeded, false},
+		{"deadline inside a command error", mongo.CommandError{Message: "context deadline exceeded", Wrapped: context.DeadlineExceeded}, true},
+		{"server selection wrapped twice", fmt.Errorf("get link: %w", fmt.Errorf("find: %w", topology.ServerSelectionError{Wrapped: context.DeadlineExceeded})), true},
 		{"server selection timed out", topology.ServerSelectionError{Wrapped: context.DeadlineExceeded}, true},
 		{"server selection timed out, wrapped", fmt.Errorf("insert: %w", topology.ServerSelectionError{Wrapped: context.DeadlineExceeded}), true},
 		{"client disconnected", mongo.ErrClientDisconnected, true},
@@ -43,9 +44,10 @@ func TestUnavailable(t *testing.T) {
 		{"max time expired", mongo.CommandError{Code: 50, Name: "MaxTimeMSExpired"}, true},
 		{"shutting down", mongo.CommandError{Code: 91, Name: "ShutdownInProgress"}, true},
 		{"not primary, in a write concern", mongo.WriteException{WriteConcernError: &mongo.WriteConcernError{Code: 10107}}, true},
-		{"dial refused", fmt.Errorf("ping: %w", refused), true},
+		{"dial refused inside a connection error", fmt.Errorf("ping: %w", topology.ConnectionError{Wrapped: refused}), true},
+		{"a bare dial refusal (a Redis or peer call)", fmt.Errorf("get: %w", refused), false},
 		{"connection closed by peer", topology.ConnectionError{Wrapped: io.ErrUnexpectedEOF}, true},
-		{"inside internal errs.Error", fmt.Errorf("h: %w", &errs.Error{Kind: errs.KindInternal, Message: "m", Err: refused}), true},
+		{"inside internal errs.Error", fmt.Errorf("h: %w", &errs.Error{Kind: errs.KindInternal, Message: "m", Err: topology.ConnectionError{Wrapped: refused}}), true},
 
 		{"caller canceled", context.Canceled, false},
 		{"server selection canceled", topology.ServerSelectionError{Wrapped: context.Canceled}, false},
@@ -70,7 +72,7 @@ func TestUnavailable(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	cause := fmt.Errorf("find link: %w", context.DeadlineExceeded)
+	cause := fmt.Errorf("find link: %w", topology.ServerSelectionError{Wrapped: context.DeadlineExceeded})
 	cases := []struct {
 		name       string
 		err        error

@@ -3,7 +3,9 @@ package redisdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	neturl "net/url"
 	"time"
 
 	"github.com/redis/go-redis/extra/redisotel/v9"
@@ -16,7 +18,12 @@ import (
 func Connect(ctx context.Context, url string, tp trace.TracerProvider) (*redis.Client, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("parse redis url: %w", err)
+		// A *url.Error quotes the whole URL, password included; say only what is wrong.
+		var uerr *neturl.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return nil, fmt.Errorf("parse redis url: %v", err)
 	}
 	opts.ContextTimeoutEnabled = true
 	opts.DialTimeout = 3 * time.Second

@@ -27,13 +27,29 @@ func Load(name string, cfg Config) error {
 	return prepare(name, cfg)
 }
 
+// MongoOf returns cfg's MongoDB settings, nil when the service owns no database.
+func MongoOf(cfg Config) *config.Mongo {
+	if mc, ok := cfg.(mongoConfig); ok {
+		return mc.MongoSettings()
+	}
+	return nil
+}
+
+// RedisOf returns cfg's Redis settings, nil when the service uses no Redis.
+func RedisOf(cfg Config) *config.Redis {
+	if rc, ok := cfg.(redisConfig); ok {
+		return rc.RedisSettings()
+	}
+	return nil
+}
+
 // prepare fills the defaults the environment left unset for service name and validates the
 // shared settings, then the service's own.
 func prepare(name string, cfg Config) error {
-	var m *config.Mongo
-	if mc, ok := cfg.(mongoConfig); ok {
-		m = mc.MongoSettings()
+	if cfg.Common().ListenAddr == "" && config.DefaultAddr(name) == "" {
+		return fmt.Errorf("validate config: %s has no default address; set LINKMESH_LISTEN_ADDR", name)
 	}
+	m := MongoOf(cfg)
 	var p *config.Peers
 	if pc, ok := cfg.(peersConfig); ok {
 		p = pc.PeerSettings()
@@ -65,12 +81,11 @@ func commonLogValue(cfg Config) slog.Value {
 		slog.Any("internal_secret", s.InternalSecret),
 		slog.String("shutdown_drain", s.ShutdownDrain.String()),
 	}
-	if mc, ok := cfg.(mongoConfig); ok {
-		m := mc.MongoSettings()
+	if m := MongoOf(cfg); m != nil {
 		attrs = append(attrs, slog.Any("mongodb_uri", m.URI), slog.String("mongodb_database", m.Database))
 	}
-	if rc, ok := cfg.(redisConfig); ok {
-		attrs = append(attrs, slog.Any("redis_url", rc.RedisSettings().URL))
+	if r := RedisOf(cfg); r != nil {
+		attrs = append(attrs, slog.Any("redis_url", r.URL))
 	}
 	if pc, ok := cfg.(peersConfig); ok {
 		p := pc.PeerSettings()

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/pkg/redisdb"
 	"github.com/linkmesh/linkmesh/pkg/server"
@@ -23,15 +24,14 @@ type Datastores struct {
 // openDatastores connects to the datastores cfg configures, traced with tp.
 func openDatastores(ctx context.Context, cfg Config, tp trace.TracerProvider) (*Datastores, error) {
 	d := &Datastores{}
-	if mc, ok := cfg.(mongoConfig); ok {
-		m := mc.MongoSettings()
+	if m := MongoOf(cfg); m != nil {
 		var err error
 		if d.Mongo, d.DB, err = mongodb.Connect(ctx, m.URI.Reveal(), m.Database, tp); err != nil {
 			return nil, err
 		}
 	}
-	if rc, ok := cfg.(redisConfig); ok {
-		rdb, err := redisdb.Connect(ctx, rc.RedisSettings().URL.Reveal(), tp)
+	if r := RedisOf(cfg); r != nil {
+		rdb, err := redisdb.Connect(ctx, r.URL.Reveal(), tp)
 		if err != nil {
 			d.Close()
 			return nil, err
@@ -51,6 +51,19 @@ func (d *Datastores) Checks() map[string]server.Check {
 		checks["redis"] = redisdb.Ping(d.Redis)
 	}
 	return checks
+}
+
+// classifiers recognise outages of the open datastores only: a service without MongoDB must
+// never blame it.
+func (d *Datastores) classifiers() []errs.Classifier {
+	var c []errs.Classifier
+	if d.Mongo != nil {
+		c = append(c, mongodb.Classify)
+	}
+	if d.Redis != nil {
+		c = append(c, redisdb.Classify)
+	}
+	return c
 }
 
 // Close releases the open clients.

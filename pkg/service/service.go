@@ -19,12 +19,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/linkmesh/linkmesh/pkg/config"
-	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/logging"
-	"github.com/linkmesh/linkmesh/pkg/mongodb"
-	"github.com/linkmesh/linkmesh/pkg/redisdb"
 	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/pkg/telemetry"
 )
@@ -132,6 +129,12 @@ func start(spec Spec) error {
 // Run fills and validates spec's configuration, opens its datastores and server, wires the
 // service, and serves until ctx ends; everything opened is released on every path out.
 func Run(ctx context.Context, spec Spec, rt Runtime) (err error) {
+	served := false
+	defer func() {
+		if !served && rt.Listener != nil {
+			_ = rt.Listener.Close() // handed over, so ours to close on the way out
+		}
+	}()
 	cfg := spec.Config
 	if err := prepare(spec.Name, cfg); err != nil {
 		return err
@@ -153,7 +156,7 @@ func Run(ctx context.Context, spec Spec, rt Runtime) (err error) {
 		stores.Close()
 	}
 	srv := server.New(server.Options{Name: spec.Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider,
-		Ready: stores.Checks(), Classify: []errs.Classifier{mongodb.Classify, redisdb.Classify}})
+		Ready: stores.Checks(), Classify: stores.classifiers()})
 	if spec.Wire != nil {
 		e := &Env{Name: spec.Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider, Keys: keys, Stores: stores, Server: srv}
 		if parts, err = spec.Wire(ctx, e); err != nil {
@@ -168,13 +171,16 @@ func Run(ctx context.Context, spec Spec, rt Runtime) (err error) {
 			return fmt.Errorf("listen %s: %w", cfg.Common().ListenAddr, err)
 		}
 	}
+	served = true
 	return serve(ctx, srv, ln, cfg.Common().ShutdownDrain, release, parts.Workers)
 }
 
 // serve runs srv on ln and the workers beside it until ctx ends; the workers are stopped
 // once the server has drained, then release runs.
 func serve(ctx context.Context, srv *server.Server, ln net.Listener, drain time.Duration, release func(), workers []func(context.Context)) error {
-	wctx, stop := context.WithCancel(ctx)
+	// The workers outlive ctx until the server has drained: requests still in flight may
+	// hand them work (a producer's queue), which they must still take and flush.
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		wg.Go(func() { w(wctx) })

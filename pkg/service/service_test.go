@@ -67,6 +67,23 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		"huge drain":      func(c *testConfig) { c.ShutdownDrain = time.Hour },
 		"own setting":     func(c *testConfig) { c.reject = true },
 	}
+	// A service missing from the table of default addresses must name its own.
+	t.Run("no default address", func(t *testing.T) {
+		cfg := &testConfig{Service: config.Service{LogLevel: "info", InternalSecret: secret}}
+		rt := quiet()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt.Listener = ln
+		if err := Run(context.Background(), Spec{Name: "unknown", Config: cfg}, rt); err == nil {
+			t.Fatal("accepted")
+		}
+		// The listener handed over was closed on the way out.
+		if _, err := ln.Accept(); err == nil {
+			t.Fatal("the listener of a service that did not start was left open")
+		}
+	})
 	for name, breakIt := range cases {
 		t.Run(name, func(t *testing.T) {
 			cfg := &testConfig{Service: config.Service{LogLevel: "info", InternalSecret: secret}}
@@ -134,7 +151,16 @@ func TestRunServesWorkersAndCloses(t *testing.T) {
 		if env.Keys == nil || env.Server == nil || env.Stores == nil {
 			t.Error("the boot path did not open keys, server and stores")
 		}
-		worker := func(ctx context.Context) { started.Store(true); <-ctx.Done(); stopped.Store(true) }
+		worker := func(wctx context.Context) {
+			started.Store(true)
+			<-wctx.Done()
+			// The server has drained by now: it no longer answers.
+			if resp, err := http.Get("http://" + ln.Addr().String() + "/healthz"); err == nil {
+				resp.Body.Close()
+				t.Error("the worker was stopped while the server still served")
+			}
+			stopped.Store(true)
+		}
 		return Parts{Workers: []func(context.Context){worker}, Close: func() { closedAfterStop.Store(stopped.Load()) }}, nil
 	}}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -48,19 +48,19 @@ type Booted struct {
 func Boot(t testing.TB, spec service.Spec, configure ...func()) *Booted {
 	t.Helper()
 	mongoURI, redisURL := URIs(t)
-	if err := env.Parse(spec.Config); err != nil {
+	// The defaults alone: the host's LINKMESH_* variables must not leak into a test.
+	if err := env.ParseWithOptions(spec.Config, env.Options{Environment: map[string]string{}}); err != nil {
 		t.Fatalf("default config: %v", err)
 	}
 	common := spec.Config.Common()
 	common.InternalSecret, common.LogLevel = Secret, "info"
 	b := &Booted{Logs: &LogBuffer{}}
-	if mc, ok := spec.Config.(interface{ MongoSettings() *config.Mongo }); ok {
+	if m := service.MongoOf(spec.Config); m != nil {
 		b.DB = Mongo(t)
-		m := mc.MongoSettings()
 		m.URI, m.Database = config.Secret(mongoURI), b.DB.Name()
 	}
-	if rc, ok := spec.Config.(interface{ RedisSettings() *config.Redis }); ok {
-		rc.RedisSettings().URL = config.Secret(redisURL)
+	if r := service.RedisOf(spec.Config); r != nil {
+		r.URL = config.Secret(redisURL)
 	}
 	for _, f := range configure {
 		f()

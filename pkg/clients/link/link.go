@@ -18,6 +18,10 @@ const InvalidationChannel = "linkmesh:links:invalidate"
 // CacheTTL bounds how long any layer may keep a copy of a link, so a lost invalidation heals.
 const CacheTTL = 30 * time.Second
 
+// CreateBudget bounds a whole creation in the link service (destination lookup, quota,
+// insert); a caller waits a little longer, so it always hears how the creation ended.
+const CreateBudget = 9 * time.Second
+
 // MsgNotFound is the answer for an unknown or deleted code, wherever it is given.
 const MsgNotFound = "short link not found"
 

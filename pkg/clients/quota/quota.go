@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
 )
 
@@ -65,4 +66,28 @@ func (c *Client) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 // Release returns a reserved unit; releasing twice is harmless, so it is retried.
 func (c *Client) Release(ctx context.Context, req ReleaseRequest) error {
 	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/quota/release", Body: req, IdempotencyKey: req.ID}, nil)
+}
+
+// Reserver takes units; *Client satisfies it.
+type Reserver interface {
+	Reserve(ctx context.Context, req ReserveRequest) (Reservation, error)
+}
+
+// Take reserves one unit of scope for key and returns what gives it back. It is the one
+// policy of every service that limits an action: a refused unit is a 429 with deniedMsg and
+// the window's Retry-After; any failure of the quota service (even a 400 from one that lacks
+// the scope) is a 503, so an action never skips its limit and a caller never sees the quota
+// service's own complaint as theirs.
+func Take(ctx context.Context, r Reserver, scope, key, deniedMsg string) (ReleaseRequest, error) {
+	res, err := r.Reserve(ctx, ReserveRequest{Scope: scope, Key: key})
+	if err != nil {
+		if e, ok := errs.As(err); ok && e.Kind == errs.KindUnavailable {
+			return ReleaseRequest{}, err
+		}
+		return ReleaseRequest{}, errs.Unavailable("quota service unavailable", err)
+	}
+	if !res.Allowed {
+		return ReleaseRequest{}, errs.TooMany(deniedMsg, time.Duration(res.RetryAfterSeconds)*time.Second)
+	}
+	return ReleaseRequest{Scope: scope, Key: key, ID: res.ID}, nil
 }

@@ -16,13 +16,9 @@ import (
 	"github.com/linkmesh/linkmesh/services/auth/internal/store"
 )
 
-// Restriction names the status fields to set; empty and nil ones stay as they are.
-type Restriction struct {
-	// Status is "banned" for a ban; a suspension is a TimeoutUntil in the future.
-	Status       string
-	BanReason    *string
-	TimeoutUntil *time.Time
-}
+// Restriction names the status fields to set: Status "banned" for a ban; a suspension is a
+// TimeoutUntil in the future. It is the store's own type.
+type Restriction = accounts.Restriction
 
 // Restrict applies r to the account userID in db (the auth service's own database). The
 // session gate asks auth on every request, so it acts on the account's next request.
@@ -31,7 +27,7 @@ func Restrict(ctx context.Context, db *mongo.Database, userID string, r Restrict
 	if err != nil {
 		return err
 	}
-	ok, err := st.Restrict(ctx, userID, accounts.Restriction{Status: r.Status, BanReason: r.BanReason, TimeoutUntil: r.TimeoutUntil}, time.Now())
+	ok, err := st.Restrict(ctx, userID, r, time.Now())
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -20,13 +19,8 @@ import (
 	"github.com/linkmesh/linkmesh/services/link/internal/store"
 )
 
-// Change names the fields to set; nil fields stay as they are.
-type Change struct {
-	Status    *string
-	ExpiresAt *time.Time
-	AutoRenew *bool
-	DeletedAt *time.Time
-}
+// Change names the fields to set; nil fields stay as they are. It is the store's own type.
+type Change = links.Change
 
 // Set applies ch to the link with code in db (the link service's own database) and drops
 // every cached copy of it through rdb: the link service's Redis copy at once, every
@@ -36,8 +30,7 @@ func Set(ctx context.Context, db *mongo.Database, rdb *redis.Client, code string
 	if err != nil {
 		return err
 	}
-	err = st.Update(ctx, code, links.Change{Status: ch.Status, ExpiresAt: ch.ExpiresAt, AutoRenew: ch.AutoRenew, DeletedAt: ch.DeletedAt})
-	if err != nil {
+	if err := st.Update(ctx, code, ch); err != nil {
 		return err
 	}
 	cache.New(rdb, slog.New(slog.NewTextHandler(io.Discard, nil))).Invalidate(ctx, code)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -22,9 +23,9 @@ type target struct {
 	min  float64
 }
 
-// met reports whether the figure reached its floor. NaN, which a zero baseline produces, never
-// does: a run that measured nothing has not shown anything.
-func (t target) met() bool { return t.got >= t.min }
+// met reports whether the figure reached its floor. NaN and +Inf, which a zero baseline
+// produces, never do: a run whose baseline measured nothing has not shown anything.
+func (t target) met() bool { return t.got >= t.min && !math.IsInf(t.got, 0) }
 
 // String renders the figure with its verdict, so nobody has to compare the numbers by eye.
 func (t target) String() string {

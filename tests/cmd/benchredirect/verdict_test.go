@@ -20,6 +20,7 @@ func TestJudge(t *testing.T) {
 		{"rounds up to the floor", []target{{"ratio", 0.849, minRatio}}, "ratio 0.849× — target ≥ 0.85×: MISSED", false},
 		{"well below", []target{{"ratio", 0.61, minRatio}}, "ratio 0.61× — target ≥ 0.85×: MISSED", false},
 		{"nothing measured", []target{{"ratio", math.NaN(), minRatio}}, "ratio NaN× — target ≥ 0.85×: MISSED", false},
+		{"zero baseline", []target{{"ratio", math.Inf(1), minRatio}}, "ratio +Inf× — target ≥ 0.85×: MISSED", false},
 		{"floor from -min-ratio", []target{{"ratio", 0.8749, 0.875}}, "ratio 0.87× — target ≥ 0.875×: MISSED", false},
 		{"one of two missed", []target{{"ratio", 0.9, minRatio}, {"p99 ratio", 0.5, 0.7}}, "ratio 0.90× — target ≥ 0.85×: met", false},
 	}

@@ -2,10 +2,8 @@ package accounts
 
 import (
 	"context"
-	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
-	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
@@ -38,11 +36,10 @@ func ipHash(caller identity.Caller) string {
 // failure of the quota service fails the login (closed), as a 503.
 func (s *Service) reserveLogin(ctx context.Context, email string, caller identity.Caller) (loginUnits, error) {
 	var units loginUnits
-	e, err := s.reserve(ctx, quota.ScopeLoginEmail, emailKey(email))
-	if err != nil {
+	var err error
+	if units.email, err = quota.Take(ctx, s.quota, quota.ScopeLoginEmail, emailKey(email), msgTooManyLogins); err != nil {
 		return units, err
 	}
-	units.email = quota.ReleaseRequest{Scope: quota.ScopeLoginEmail, Key: emailKey(email), ID: e.ID}
 	units.client, err = s.reserveClient(ctx, caller)
 	if err != nil {
 		s.release(ctx, units.email)
@@ -58,29 +55,11 @@ func (s *Service) reserveClient(ctx context.Context, caller identity.Caller) (qu
 	if key == "" {
 		key = unknownClientKey
 	}
-	r, err := s.reserve(ctx, quota.ScopeLoginIP, key)
-	if err != nil {
-		return quota.ReleaseRequest{}, err
-	}
-	return quota.ReleaseRequest{Scope: quota.ScopeLoginIP, Key: key, ID: r.ID}, nil
+	return quota.Take(ctx, s.quota, quota.ScopeLoginIP, key, msgTooManyLogins)
 }
 
-func (s *Service) reserve(ctx context.Context, scope, key string) (quota.Reservation, error) {
-	r, err := s.quota.Reserve(ctx, quota.ReserveRequest{Scope: scope, Key: key})
-	if err != nil {
-		// Whatever went wrong (even a 400 from a quota service that lacks the scope), the
-		// caller sees a 503 rather than a login that skipped the check.
-		if e, ok := errs.As(err); ok && e.Kind == errs.KindUnavailable {
-			return r, err
-		}
-		return r, errs.Unavailable("quota service unavailable", err)
-	}
-	if !r.Allowed {
-		retry := time.Duration(max(r.RetryAfterSeconds, 1)) * time.Second
-		return r, errs.TooMany("too many failed login attempts", retry)
-	}
-	return r, nil
-}
+// msgTooManyLogins answers a login refused by either failure window.
+const msgTooManyLogins = "too many failed login attempts"
 
 // releaseLogin gives both units back.
 func (s *Service) releaseLogin(ctx context.Context, units loginUnits) {

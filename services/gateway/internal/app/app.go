@@ -5,6 +5,7 @@ package app
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
@@ -24,8 +25,11 @@ import (
 // to link invalidations before the first request, so no change can slip past it.
 func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
 	linkHTTP, authHTTP := env.Peer(pkgconfig.Link, cfg.LinkURL, 0), env.Peer(pkgconfig.Auth, cfg.AuthURL, 0)
-	links, authClient := link.New(linkHTTP), auth.New(authHTTP)
-	cache := redirect.NewCache(cfg.RedirectCacheSize, redirect.LinkResolver{Links: links, Keys: env.Keys})
+	authClient := auth.New(authHTTP)
+	// API calls wait out the link service's whole creation budget; redirect misses keep the
+	// default deadline.
+	links := link.New(env.Peer(pkgconfig.Link, cfg.LinkURL, link.CreateBudget+time.Second))
+	cache := redirect.NewCache(cfg.RedirectCacheSize, redirect.LinkResolver{Links: link.New(linkHTTP), Keys: env.Keys})
 	subCtx, cancelSub := context.WithCancel(context.WithoutCancel(ctx))
 	if err := cache.Subscribe(subCtx, env.Stores.Redis, env.Logger); err != nil {
 		cancelSub()

@@ -32,8 +32,9 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	}
 	svc := links.NewService(links.Options{
 		Store: st, Cache: cache.New(env.Stores.Redis, env.Logger), URLs: checker, BaseURL: cfg.BaseURL,
-		// Bounded well inside the gateway's 5 s deadline for the whole creation, DNS check included.
-		Quota: quota.New(env.Peer(pkgconfig.Quota, cfg.QuotaURL, 2*time.Second)), Logger: env.Logger,
+		// Longer than the quota service takes to settle a reservation (5 s at most), so an
+		// answer is never abandoned with its unit taken.
+		Quota: quota.New(env.Peer(pkgconfig.Quota, cfg.QuotaURL, 6*time.Second)), Logger: env.Logger,
 	})
 	linkhttp.Register(env.Server.App(), env.Keys, svc)
 	return service.Parts{}, nil

@@ -54,7 +54,7 @@ func TestAnonymousCreationCountsQuota(t *testing.T) {
 		body, msg string
 		status    int
 	}{
-		{`{"url":"http://10.0.0.1/x"}`, "url must not point to a private or internal address", 400},
+		{`{"url":"http://10.0.0.1/x"}`, "url must not point to a private or internal address", 400}, // its unit is given back
 		{`{"url":"https://93.184.216.34/x","custom_code":"mine"}`, "custom_code requires an account", 403},
 		{`{"url":"https://93.184.216.34/x","expiration_days":31}`, "expiration_days must be between 1 and 30", 400},
 	} {
@@ -151,7 +151,7 @@ func TestDatastoreOutageIs503(t *testing.T) {
 	if n := qs.Used(quota.ScopeAnonymousCreate, testenv.ClientKey); n != 1 {
 		t.Fatalf("%d units held after a failed creation, want the 1 of the stored link", n)
 	}
-	b.Do(t, anon, "GET", "/internal/links/nope123/info", "").WantFailure(t, 503, "link store unavailable")
+	b.Do(t, anon, "GET", "/internal/links/nope123/info", "").WantFailure(t, 503, "mongodb unavailable")
 
 	proxy.Restore()
 	created(t, b.Do(t, anon, "POST", create, `{"url":"https://93.184.216.34/after"}`))

@@ -2,7 +2,6 @@ package links
 
 import (
 	"context"
-	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
@@ -30,14 +29,11 @@ func (s *Service) reserve(ctx context.Context, caller identity.Caller) (unit, er
 		// shared empty key would let it exhaust everybody's quota, or nobody's.
 		return unit{}, errs.E(errs.KindInternal, "anonymous creation without an identity key")
 	}
-	res, err := s.quota.Reserve(ctx, quota.ReserveRequest{Scope: quota.ScopeAnonymousCreate, Key: caller.IPHash})
+	rel, err := quota.Take(ctx, s.quota, quota.ScopeAnonymousCreate, caller.IPHash, "anonymous link quota exceeded")
 	if err != nil {
 		return unit{}, err
 	}
-	if !res.Allowed {
-		return unit{}, errs.TooMany("anonymous link quota exceeded", time.Duration(res.RetryAfterSeconds)*time.Second)
-	}
-	return unit{release: &quota.ReleaseRequest{Scope: quota.ScopeAnonymousCreate, Key: caller.IPHash, ID: res.ID}}, nil
+	return unit{release: &rel}, nil
 }
 
 // release gives u back after a failed creation. The caller may have gone, and the unit

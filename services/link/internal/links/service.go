@@ -55,17 +55,24 @@ func NewService(o Options) *Service {
 // ShortURL is the public address of code.
 func (s *Service) ShortURL(code string) string { return s.baseURL + "/" + code }
 
-// Create stores a new link for caller: the request is checked first, so a refused one costs
-// no quota; then one unit of the caller's creation quota is taken and, if the link cannot be
-// stored, given back, so only successful creations count.
+// Create stores a new link for caller. The cheap checks of the request come first; then one
+// unit of the caller's creation quota is taken, before the destination is looked up, so a
+// caller over its quota costs no DNS lookups; a creation that fails after that (a refused
+// destination, a failed insert) gives the unit back, so only successful creations count.
 func (s *Service) Create(ctx context.Context, caller identity.Caller, req link.CreateRequest) (Link, error) {
-	l, err := s.newLink(ctx, caller, req)
+	ctx, cancel := context.WithTimeout(ctx, link.CreateBudget)
+	defer cancel()
+	l, err := s.newLink(caller, req)
 	if err != nil {
 		return Link{}, err
 	}
 	unit, err := s.reserve(ctx, caller)
 	if err != nil {
 		return Link{}, err
+	}
+	if err := s.urls.Check(ctx, req.URL); err != nil {
+		s.release(ctx, unit)
+		return Link{}, errs.Invalid("%s", err.Error())
 	}
 	if l, err = s.insert(ctx, l, req.CustomCode); err != nil {
 		s.release(ctx, unit)
@@ -76,8 +83,9 @@ func (s *Service) Create(ctx context.Context, caller identity.Caller, req link.C
 	return l, nil
 }
 
-// newLink checks req for caller and returns the link to store, without its code unless custom.
-func (s *Service) newLink(ctx context.Context, caller identity.Caller, req link.CreateRequest) (Link, error) {
+// newLink checks the request's own fields for caller and returns the link to store, without
+// its code unless custom; the destination is checked later, after the quota.
+func (s *Service) newLink(caller identity.Caller, req link.CreateRequest) (Link, error) {
 	days, err := expirationDays(caller, req.ExpirationDays)
 	if err != nil {
 		return Link{}, err
@@ -89,9 +97,6 @@ func (s *Service) newLink(ctx context.Context, caller identity.Caller, req link.
 		if msg := checkCustomCode(*req.CustomCode); msg != "" {
 			return Link{}, errs.Invalid("%s", msg)
 		}
-	}
-	if err := s.urls.Check(ctx, req.URL); err != nil {
-		return Link{}, errs.Invalid("%s", err.Error())
 	}
 	now := s.now().UTC().Truncate(time.Millisecond) // MongoDB keeps milliseconds
 	return Link{
@@ -191,7 +196,7 @@ func (s *Service) find(ctx context.Context, code string) (Link, error) {
 		return Link{}, errs.NotFound(link.MsgNotFound)
 	}
 	if err != nil {
-		return Link{}, errs.Unavailable("link store unavailable", err)
+		return Link{}, fmt.Errorf("find link: %w", err)
 	}
 	return l, nil
 }

@@ -1,0 +1,56 @@
+package stream
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// backoff spaces out retries against a failing Redis or handler: doubling from min to max,
+// with jitter so that the replicas of a service, all failing at once, do not all retry at
+// once either.
+type backoff struct {
+	min, max time.Duration
+	cur      time.Duration
+}
+
+// next returns how long to wait before the next attempt: between half and all of the
+// current step.
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else {
+		b.cur = min(2*b.cur, b.max)
+	}
+	half := b.cur / 2
+	return half + rand.N(b.cur-half+1)
+}
+
+// reset starts the next failure from min again and reports whether there had been one.
+func (b *backoff) reset() bool {
+	failing := b.cur != 0
+	b.cur = 0
+	return failing
+}
+
+// limiter lets one log line through per interval and counts those it holds back, so that
+// a failure repeating in a tight loop neither floods the log nor disappears from it.
+type limiter struct {
+	mu         sync.Mutex
+	every      time.Duration
+	last       time.Time
+	suppressed int64
+}
+
+// allow reports whether a line may be logged at now and, when it may, how many lines were
+// held back since the previous one.
+func (l *limiter) allow(now time.Time) (ok bool, suppressed int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() && now.Sub(l.last) < l.every {
+		l.suppressed++
+		return false, 0
+	}
+	l.last, suppressed, l.suppressed = now, l.suppressed, 0
+	return true, suppressed
+}

@@ -1,0 +1,248 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ProducerOptions configure a Producer. Zero values take the defaults given with each field.
+type ProducerOptions struct {
+	Client redis.UniversalClient
+	Stream string
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// QueueSize is how many entries may wait for Run (default 10000); beyond it Enqueue
+	// drops. It is what a Redis outage may cost in memory.
+	QueueSize int
+	// BatchSize is the most entries written in one pipeline (default 100).
+	BatchSize int
+	// FlushInterval is the longest an entry waits for its batch to fill (default 100ms).
+	FlushInterval time.Duration
+	// DrainTimeout bounds the final flush once Run's context ends (default 5s).
+	DrainTimeout time.Duration
+	// Backoff and MaxBackoff bound the wait between attempts to write a batch Redis
+	// refused (defaults 100ms and 5s).
+	Backoff, MaxBackoff time.Duration
+	// LogInterval is the least time between two log lines about drops, or about write
+	// failures (default 10s); the lines held back in between are counted in the next one.
+	LogInterval time.Duration
+}
+
+// Producer appends entries to a stream in the background: callers Enqueue without ever
+// waiting on Redis, and Run writes the queue out in pipelined XADD batches. Nothing is lost
+// silently: an entry is either written (Sent), refused by Enqueue (Dropped), or given up
+// at shutdown (Failed), and drops and failures are logged.
+type Producer struct {
+	opts  ProducerOptions
+	log   *slog.Logger
+	queue chan map[string]string
+
+	// mu orders Enqueue against the end of Run: once stopped is set under the write lock,
+	// no entry can enter a queue that nobody will flush again.
+	mu      sync.RWMutex
+	stopped bool
+
+	sent, dropped, failed, held atomic.Int64
+	drops, errs                 limiter
+}
+
+// NewProducer checks opts and fills in the defaults.
+func NewProducer(opts ProducerOptions) (*Producer, error) {
+	switch {
+	case opts.Client == nil:
+		return nil, errors.New("new stream producer: no redis client")
+	case opts.Stream == "":
+		return nil, errors.New("new stream producer: stream must be named")
+	case opts.QueueSize < 0 || opts.BatchSize < 0:
+		return nil, errors.New("new stream producer: negative queue or batch size")
+	case min(opts.FlushInterval, opts.DrainTimeout, opts.Backoff, opts.MaxBackoff, opts.LogInterval) < 0:
+		return nil, errors.New("new stream producer: negative duration")
+	}
+	orDefault(&opts.QueueSize, 10000)
+	orDefault(&opts.BatchSize, 100)
+	orDefault(&opts.FlushInterval, 100*time.Millisecond)
+	orDefault(&opts.DrainTimeout, 5*time.Second)
+	orDefault(&opts.Backoff, 100*time.Millisecond)
+	orDefault(&opts.MaxBackoff, 5*time.Second)
+	orDefault(&opts.LogInterval, 10*time.Second)
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Producer{opts: opts, log: log.With("stream", opts.Stream), queue: make(chan map[string]string, opts.QueueSize),
+		drops: limiter{every: opts.LogInterval}, errs: limiter{every: opts.LogInterval}}, nil
+}
+
+// Enqueue queues an entry for Run to write and reports whether it was accepted. It never
+// blocks: when the queue is full, after Run has returned, or when values is empty, it
+// drops the entry and counts it. Values are copied as strings (time.Time in RFC 3339,
+// other non-strings with fmt.Sprint; strings are cloned, so one borrowed from a request
+// buffer is safe), so the caller may reuse the map, and no value Redis cannot encode can
+// stall the queue. Field names are kept as given: they are meant to be constants.
+func (p *Producer) Enqueue(values map[string]any) bool {
+	if len(values) == 0 {
+		p.drop("empty entry")
+		return false
+	}
+	entry := make(map[string]string, len(values))
+	for k, v := range values {
+		s := valueString(v)
+		if _, isString := v.(string); isString {
+			// A string from a request (Fiber's zero-copy params and headers) aliases a
+			// buffer the server reuses once the handler returns; the queue outlives it.
+			s = strings.Clone(s)
+		}
+		entry[k] = s
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.stopped {
+		p.drop("producer stopped")
+		return false
+	}
+	select {
+	case p.queue <- entry:
+		return true
+	default:
+		p.drop("queue full")
+		return false
+	}
+}
+
+func (p *Producer) drop(reason string) {
+	n := p.dropped.Add(1)
+	if ok, suppressed := p.drops.allow(time.Now()); ok {
+		p.log.Warn("stream entry dropped", "reason", reason, "dropped_total", n, "suppressed", suppressed)
+	}
+}
+
+// Sent counts the entries written to the stream.
+func (p *Producer) Sent() int64 { return p.sent.Load() }
+
+// Dropped counts the entries Enqueue refused.
+func (p *Producer) Dropped() int64 { return p.dropped.Load() }
+
+// Failed counts the entries accepted but not written before the drain deadline.
+func (p *Producer) Failed() int64 { return p.failed.Load() }
+
+// Pending counts the entries accepted and not yet written or given up.
+func (p *Producer) Pending() int64 { return int64(len(p.queue)) + p.held.Load() }
+
+// Run writes queued entries until ctx ends, whenever a batch is full or FlushInterval has
+// passed. A batch Redis refuses is retried, with backoff, while the queue fills behind it.
+// Once ctx ends, Enqueue refuses new entries and Run writes out what was queued, for at
+// most DrainTimeout, before returning. Run is meant to be called once.
+func (p *Producer) Run(ctx context.Context) {
+	batch := make([]map[string]string, 0, p.opts.BatchSize)
+	tick := time.NewTicker(p.opts.FlushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+		case e := <-p.queue:
+			p.held.Add(1)
+			if batch = append(batch, e); len(batch) < p.opts.BatchSize {
+				continue
+			}
+		case <-tick.C:
+			if len(batch) == 0 {
+				continue
+			}
+		}
+		if ctx.Err() == nil {
+			batch = p.flush(ctx, batch)
+		}
+		if ctx.Err() != nil {
+			p.drain(ctx, batch)
+			return
+		}
+	}
+}
+
+// flush writes batch, retrying what Redis refused until it is written or ctx ends, and
+// returns what is left unwritten.
+func (p *Producer) flush(ctx context.Context, batch []map[string]string) []map[string]string {
+	bo := backoff{min: p.opts.Backoff, max: p.opts.MaxBackoff}
+	for len(batch) > 0 {
+		rest, err := p.write(ctx, batch)
+		if err == nil {
+			break
+		}
+		batch = rest
+		p.warn(ctx, err, len(rest))
+		if !sleep(ctx, bo.next()) {
+			return batch
+		}
+	}
+	return batch[:0]
+}
+
+// drain stops Enqueue, then writes batch and whatever is queued, within DrainTimeout.
+func (p *Producer) drain(ctx context.Context, batch []map[string]string) {
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+	for len(p.queue) > 0 {
+		batch = append(batch, <-p.queue)
+		p.held.Add(1)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.DrainTimeout)
+	defer cancel()
+	bo := backoff{min: p.opts.Backoff, max: p.opts.MaxBackoff}
+	for len(batch) > 0 {
+		chunk := batch[:min(len(batch), p.opts.BatchSize)]
+		rest, err := p.write(ctx, chunk)
+		if err == nil {
+			batch = batch[len(chunk):]
+			continue
+		}
+		batch = append(rest, batch[len(chunk):]...)
+		p.warn(ctx, err, len(batch))
+		if !sleep(ctx, bo.next()) {
+			break
+		}
+	}
+	if n := int64(len(batch)); n > 0 {
+		p.failed.Add(n)
+		p.held.Add(-n)
+		p.log.ErrorContext(ctx, "stream entries lost at shutdown", "count", n, "failed_total", p.failed.Load())
+	}
+}
+
+// write appends batch in one pipeline and returns the entries whose XADD failed. When
+// Redis fails mid-pipeline, entries it did write may be among them and be written twice.
+func (p *Producer) write(ctx context.Context, batch []map[string]string) ([]map[string]string, error) {
+	pipe := p.opts.Client.Pipeline()
+	cmds := make([]*redis.StringCmd, len(batch))
+	for i, e := range batch {
+		cmds[i] = pipe.XAdd(ctx, &redis.XAddArgs{Stream: p.opts.Stream, Values: e})
+	}
+	_, err := pipe.Exec(ctx)
+	rest := batch[:0]
+	for i, c := range cmds {
+		if c.Err() != nil {
+			rest = append(rest, batch[i])
+		}
+	}
+	sent := int64(len(batch) - len(rest))
+	p.sent.Add(sent)
+	p.held.Add(-sent)
+	if err != nil {
+		return rest, fmt.Errorf("append %d entries to %s: %w", len(batch), p.opts.Stream, err)
+	}
+	return rest, nil
+}
+
+func (p *Producer) warn(ctx context.Context, err error, unsent int) {
+	if ok, suppressed := p.errs.allow(time.Now()); ok {
+		p.log.WarnContext(ctx, "stream write failed", "err", err, "unsent", unsent, "suppressed", suppressed)
+	}
+}

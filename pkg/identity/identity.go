@@ -32,6 +32,9 @@ type Caller struct {
 	IPHash string
 	// UserAgent is the client's User-Agent, at most MaxUserAgent bytes.
 	UserAgent string
+	// QuotaLimit is a signed-in user's quota_limit as the session gate read it on this very
+	// request, so a changed limit applies to the next creation; 0 when anonymous.
+	QuotaLimit int
 }
 
 // MaxUserAgent bounds the User-Agent carried in tokens and kept in audit records.
@@ -46,10 +49,11 @@ var Anonymous = Caller{Role: RoleAnonymous}
 func (c Caller) IsAnonymous() bool { return c.UserID == "" }
 
 type claims struct {
-	Role      string `json:"role"`
-	Status    string `json:"status,omitempty"`
-	IPHash    string `json:"iph,omitempty"`
-	UserAgent string `json:"ua,omitempty"`
+	Role       string `json:"role"`
+	Status     string `json:"status,omitempty"`
+	IPHash     string `json:"iph,omitempty"`
+	UserAgent  string `json:"ua,omitempty"`
+	QuotaLimit int    `json:"ql,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -87,7 +91,7 @@ func (k *Keys) Sign(c Caller) (string, error) {
 		ua = ua[:MaxUserAgent]
 	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims{
-		Role: role, Status: c.Status, IPHash: c.IPHash, UserAgent: ua,
+		Role: role, Status: c.Status, IPHash: c.IPHash, UserAgent: ua, QuotaLimit: c.QuotaLimit,
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer: issuer, Audience: jwt.ClaimStrings{audience}, Subject: c.UserID,
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(TTL)),
@@ -114,7 +118,8 @@ func (k *Keys) Verify(token string) (Caller, error) {
 	if cl.IssuedAt == nil || cl.ExpiresAt.Sub(cl.IssuedAt.Time) > TTL {
 		return Caller{}, errors.New("verify internal token: lifetime exceeds the limit")
 	}
-	return Caller{UserID: cl.Subject, Role: cl.Role, Status: cl.Status, IPHash: cl.IPHash, UserAgent: cl.UserAgent}, nil
+	return Caller{UserID: cl.Subject, Role: cl.Role, Status: cl.Status, IPHash: cl.IPHash, UserAgent: cl.UserAgent,
+		QuotaLimit: cl.QuotaLimit}, nil
 }
 
 type tokenKey struct{}

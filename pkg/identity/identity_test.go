@@ -12,7 +12,7 @@ const secret = "0123456789abcdef0123456789abcdef"
 
 func TestRoundTrip(t *testing.T) {
 	k, _ := NewKeys(secret)
-	for _, c := range []Caller{Anonymous, {UserID: "u1", Role: "moderator", Status: "active", IPHash: strings.Repeat("ab", 32), UserAgent: "curl/8"}} {
+	for _, c := range []Caller{Anonymous, {UserID: "u1", Role: "moderator", Status: "active", IPHash: strings.Repeat("ab", 32), UserAgent: "curl/8", QuotaLimit: 250}} {
 		tok, err := k.Sign(c)
 		if err != nil {
 			t.Fatal(err)

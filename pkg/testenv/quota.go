@@ -14,7 +14,7 @@ import (
 )
 
 // QuotaServer fakes the quota service's two internal routes for component tests of the
-// services that reserve units: limit units per scope and key, released units free room, and
+// services that reserve units: limit units per scope and key (or the reservation's own limit), released units free room, and
 // every call must carry a valid internal token (the caller passes the gateway's on). A
 // denied reservation says Retry-After 840 s of a 900 s window.
 type QuotaServer struct {
@@ -68,13 +68,17 @@ func (q *QuotaServer) reserve(r quota.ReserveRequest) quota.Reservation {
 	if q.units[k] == nil {
 		q.units[k] = map[string]bool{}
 	}
-	if len(q.units[k]) >= q.limit {
-		return quota.Reservation{Allowed: false, Limit: q.limit, Used: q.limit, RetryAfterSeconds: 840, WindowSeconds: 900}
+	limit := q.limit
+	if r.Limit != nil { // a per-caller scope brings its own limit
+		limit = *r.Limit
+	}
+	if len(q.units[k]) >= limit {
+		return quota.Reservation{Allowed: false, Limit: limit, Used: len(q.units[k]), RetryAfterSeconds: 840, WindowSeconds: 900}
 	}
 	q.next++
 	id := fmt.Sprintf("1763730300000-%04d", q.next)
 	q.units[k][id] = true
-	return quota.Reservation{Allowed: true, ID: id, Limit: q.limit, Used: len(q.units[k]), WindowSeconds: 900}
+	return quota.Reservation{Allowed: true, ID: id, Limit: limit, Used: len(q.units[k]), WindowSeconds: 900}
 }
 
 func (q *QuotaServer) release(r quota.ReleaseRequest) {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/linkmesh/linkmesh/services/auth/authtest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -47,4 +48,34 @@ func redisClient(t *testing.T) *redis.Client {
 	c := redis.NewClient(opts)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// A signed-in user's creations count against the account's own quota_limit, over 30 days, from
+// any address; a changed limit applies to the next creation, and a refused creation costs
+// nothing.
+func TestRegisteredQuota(t *testing.T) {
+	a := register(t)
+	two, three := 2, 3
+	setUser(t, a.id, authtest.Restriction{QuotaLimit: &two})
+	for i := range 2 {
+		if r := as(t, a.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/reg`+itoa(i)+`"}`); r.status != 201 {
+			t.Fatalf("creation %d: %d %s", i, r.status, r.body)
+		}
+		if i == 0 { // refused after its unit was taken: the unit is given back
+			as(t, a.cookie, "POST", "/api/links/shorten", `{"url":"http://10.0.0.1/refused"}`).
+				wantError(t, 400, "url must not point to a private or internal address")
+		}
+	}
+	r := as(t, a.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/over"}`)
+	r.wantError(t, 429, "monthly link quota exceeded")
+	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+	if err != nil || retry < 720*3600-300 || retry > 720*3600 {
+		t.Fatalf("Retry-After %q, want about 30 days", r.header.Get("Retry-After"))
+	}
+	setUser(t, a.id, authtest.Restriction{QuotaLimit: &three})
+	if r := as(t, a.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/raised"}`); r.status != 201 {
+		t.Fatalf("after raising the limit: %d %s", r.status, r.body)
+	}
+	as(t, a.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/over-again"}`).
+		wantError(t, 429, "monthly link quota exceeded")
 }

@@ -20,6 +20,9 @@ const (
 	// released when it was right, so only failures stay counted.
 	ScopeLoginEmail = "login_email"
 	ScopeLoginIP    = "login_ip"
+	// ScopeUserCreate counts a registered user's link creations per user id, up to the
+	// account's own quota_limit, which every reservation carries.
+	ScopeUserCreate = "user_create"
 )
 
 // ReserveRequest asks for one unit of scope for key.
@@ -27,6 +30,9 @@ type ReserveRequest struct {
 	Scope string `json:"scope"`
 	// Key identifies the caller without a raw IP (an HMAC of it, or a user id).
 	Key string `json:"key"`
+	// Limit is the caller's own limit, required by per-caller scopes (ScopeUserCreate) and
+	// refused by the others.
+	Limit *int `json:"limit,omitempty"`
 }
 
 // Reservation is the answer to a reserve call.
@@ -78,8 +84,9 @@ type Reserver interface {
 // the window's Retry-After; any failure of the quota service (even a 400 from one that lacks
 // the scope) is a 503, so an action never skips its limit and a caller never sees the quota
 // service's own complaint as theirs.
-func Take(ctx context.Context, r Reserver, scope, key, deniedMsg string) (ReleaseRequest, error) {
-	res, err := r.Reserve(ctx, ReserveRequest{Scope: scope, Key: key})
+func Take(ctx context.Context, r Reserver, req ReserveRequest, deniedMsg string) (ReleaseRequest, error) {
+	scope, key := req.Scope, req.Key
+	res, err := r.Reserve(ctx, req)
 	if err != nil {
 		if e, ok := errs.As(err); ok && e.Kind == errs.KindUnavailable {
 			return ReleaseRequest{}, err

@@ -32,7 +32,7 @@ func TestTake(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rel, err := Take(context.Background(), reserverFunc(tc.answer), ScopeAnonymousCreate, "k", "nope")
+			rel, err := Take(context.Background(), reserverFunc(tc.answer), ReserveRequest{Scope: ScopeAnonymousCreate, Key: "k"}, "nope")
 			if tc.msg == "" {
 				if err != nil || rel != tc.release {
 					t.Fatalf("got %+v %v", rel, err)

@@ -16,8 +16,9 @@ import (
 	"github.com/linkmesh/linkmesh/services/auth/internal/store"
 )
 
-// Restriction names the status fields to set: Status "banned" for a ban; a suspension is a
-// TimeoutUntil in the future. It is the store's own type.
+// Restriction names the fields to set: Status "banned" for a ban; a suspension is a
+// TimeoutUntil in the future; QuotaLimit the account's creations per window. It is the
+// store's own type.
 type Restriction = accounts.Restriction
 
 // Restrict applies r to the account userID in db (the auth service's own database). The

@@ -31,7 +31,8 @@ func TestRestrict(t *testing.T) {
 	if err := Restrict(ctx, db, "u1", Restriction{Status: "banned", BanReason: &reason}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Restrict(ctx, db, "u2", Restriction{TimeoutUntil: &until}); err != nil {
+	limit := 3
+	if err := Restrict(ctx, db, "u2", Restriction{TimeoutUntil: &until, QuotaLimit: &limit}); err != nil {
 		t.Fatal(err)
 	}
 	u1, err := st.UserByID(ctx, "u1")
@@ -39,7 +40,7 @@ func TestRestrict(t *testing.T) {
 		t.Fatalf("u1 = %+v, %v", u1, err)
 	}
 	u2, err := st.UserByID(ctx, "u2")
-	if err != nil || u2.TimeoutUntil == nil || !u2.TimeoutUntil.Equal(until) || u2.StatusAt(now) != "suspended" {
+	if err != nil || u2.TimeoutUntil == nil || !u2.TimeoutUntil.Equal(until) || u2.StatusAt(now) != "suspended" || u2.QuotaLimit != 3 {
 		t.Fatalf("u2 = %+v, %v", u2, err)
 	}
 	if err := Restrict(ctx, db, "nobody", Restriction{Status: "banned"}); err == nil {

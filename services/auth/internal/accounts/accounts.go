@@ -22,6 +22,8 @@ type Restriction struct {
 	Status       string
 	BanReason    *string
 	TimeoutUntil *time.Time
+	// QuotaLimit, when set, replaces the account's creations per quota window.
+	QuotaLimit *int
 }
 
 // User is a stored account.

@@ -37,7 +37,7 @@ func ipHash(caller identity.Caller) string {
 func (s *Service) reserveLogin(ctx context.Context, email string, caller identity.Caller) (loginUnits, error) {
 	var units loginUnits
 	var err error
-	if units.email, err = quota.Take(ctx, s.quota, quota.ScopeLoginEmail, emailKey(email), msgTooManyLogins); err != nil {
+	if units.email, err = quota.Take(ctx, s.quota, quota.ReserveRequest{Scope: quota.ScopeLoginEmail, Key: emailKey(email)}, msgTooManyLogins); err != nil {
 		return units, err
 	}
 	units.client, err = s.reserveClient(ctx, caller)
@@ -55,7 +55,7 @@ func (s *Service) reserveClient(ctx context.Context, caller identity.Caller) (qu
 	if key == "" {
 		key = unknownClientKey
 	}
-	return quota.Take(ctx, s.quota, quota.ScopeLoginIP, key, msgTooManyLogins)
+	return quota.Take(ctx, s.quota, quota.ReserveRequest{Scope: quota.ScopeLoginIP, Key: key}, msgTooManyLogins)
 }
 
 // msgTooManyLogins answers a login refused by either failure window.

@@ -116,8 +116,8 @@ func (s *Store) SetRole(ctx context.Context, userID, from, to string, now time.T
 	return s.update(ctx, "set role", filter, bson.D{{Key: "role", Value: to}, {Key: "updated_at", Value: now}})
 }
 
-// Restrict sets the account's status fields r names (the moderation actions' part in this
-// store); false when no account has userID.
+// Restrict sets the account's status and limit fields r names (the moderation actions' part
+// in this store); false when no account has userID.
 func (s *Store) Restrict(ctx context.Context, userID string, r accounts.Restriction, now time.Time) (bool, error) {
 	set := bson.D{{Key: "updated_at", Value: now}}
 	if r.Status != "" {
@@ -128,6 +128,9 @@ func (s *Store) Restrict(ctx context.Context, userID string, r accounts.Restrict
 	}
 	if r.TimeoutUntil != nil {
 		set = append(set, bson.E{Key: "timeout_until", Value: r.TimeoutUntil.UTC()})
+	}
+	if r.QuotaLimit != nil {
+		set = append(set, bson.E{Key: "quota_limit", Value: *r.QuotaLimit})
 	}
 	return s.update(ctx, "restrict account", byID(userID), set)
 }

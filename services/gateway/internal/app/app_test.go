@@ -82,7 +82,7 @@ func (p *peers) serve(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.WriteString(w, `{"error":"session expired or invalid"}`)
 			return
 		}
-		writeJSON(w, auth.UserResponse{User: auth.User{ID: "id-" + role, Role: role, Status: auth.StatusActive}})
+		writeJSON(w, auth.UserResponse{User: auth.User{ID: "id-" + role, Role: role, Status: auth.StatusActive, QuotaLimit: 7}})
 	case r.URL.Path == "/internal/auth/users/u2/role":
 		writeJSON(w, auth.UserResponse{User: auth.User{ID: "u2", Role: auth.RoleModerator, Status: auth.StatusActive}})
 	case r.URL.Path == "/internal/auth/login-records":
@@ -165,7 +165,7 @@ func TestShortenForwardsTheCaller(t *testing.T) {
 		t.Fatalf("signed-in shorten: %d %s", r.Status, r.Body)
 	}
 	caller, _, _ = g.peers.last("/internal/links")
-	if caller.UserID != "id-user" || caller.Role != auth.RoleUser || len(caller.IPHash) != 64 {
+	if caller.UserID != "id-user" || caller.Role != auth.RoleUser || len(caller.IPHash) != 64 || caller.QuotaLimit != 7 {
 		t.Fatalf("signed-in caller as forwarded: %+v", caller)
 	}
 	g.send(t, "POST", "/api/links/shorten", "forged", `{"url":"https://93.184.216.34/y"}`).WantFailure(t, 401, "session expired or invalid")

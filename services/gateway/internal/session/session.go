@@ -134,7 +134,7 @@ func (g *Gate) admit(c *fiber.Ctx, token, minRole string, allowRestricted bool) 
 	if auth.Rank(user.Role) < auth.Rank(minRole) {
 		return errs.Forbidden("%s role required", minRole)
 	}
-	ctx, err = g.As(c, identity.Caller{UserID: user.ID, Role: user.Role, Status: user.Status})
+	ctx, err = g.As(c, identity.Caller{UserID: user.ID, Role: user.Role, Status: user.Status, QuotaLimit: user.QuotaLimit})
 	if err != nil {
 		return err
 	}

@@ -86,10 +86,11 @@ func TestAnonymousCreationCountsQuota(t *testing.T) {
 	}
 }
 
-// Signed-in callers take no anonymous unit and may choose a code; a taken one is 409.
+// Signed-in callers count against their account's own limit, carried in the token, and may
+// choose a code; a taken one is 409 and gives its unit back.
 func TestRegisteredCreation(t *testing.T) {
 	s := boot(t)
-	user := s.As(t, identity.Caller{UserID: "u1", Role: "user", Status: "active"})
+	user := s.As(t, identity.Caller{UserID: "u1", Role: "user", Status: "active", QuotaLimit: 2})
 	code := testenv.Name("own")
 	c := created(t, s.Do(t, user, "POST", create, `{"url":"https://93.184.216.34/own","expiration_days":365,"custom_code":"`+code+`"}`))
 	if c.ShortCode != code {
@@ -97,10 +98,16 @@ func TestRegisteredCreation(t *testing.T) {
 	}
 	s.Do(t, user, "POST", create, `{"url":"https://93.184.216.34/own","custom_code":"`+code+`"}`).
 		WantFailure(t, 409, "custom_code is already taken")
-	if seen := s.quota.Seen(); len(seen) != 0 {
-		t.Fatalf("registered creations reserved %v", seen)
+	if seen := s.quota.Seen(); len(seen) != 2 || seen[0] != "u1" || s.quota.Used(quota.ScopeUserCreate, "u1") != 1 {
+		t.Fatalf("registered creations reserved %v; want the account's window, the refused one given back", seen)
 	}
-	r := s.Do(t, user, "GET", "/internal/links/"+code+"/resolve", "")
+	created(t, s.Do(t, user, "POST", create, `{"url":"https://93.184.216.34/two"}`))
+	r := s.Do(t, user, "POST", create, `{"url":"https://93.184.216.34/three"}`)
+	r.WantFailure(t, 429, "monthly link quota exceeded")
+	// The limit travels with every request: a raised quota_limit applies at once.
+	raised := s.As(t, identity.Caller{UserID: "u1", Role: "user", Status: "active", QuotaLimit: 3})
+	created(t, s.Do(t, raised, "POST", create, `{"url":"https://93.184.216.34/three"}`))
+	r = s.Do(t, user, "GET", "/internal/links/"+code+"/resolve", "")
 	var res link.Resolved
 	if r.Status != 200 || json.Unmarshal([]byte(r.Body), &res) != nil || res.DestinationURL != "https://93.184.216.34/own" || res.Expired(c.CreatedAt) {
 		t.Fatalf("resolve: %d %s", r.Status, r.Body)

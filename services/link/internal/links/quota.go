@@ -17,19 +17,21 @@ type Quota interface {
 // unit is a taken quota unit; the zero unit took nothing.
 type unit struct{ release *quota.ReleaseRequest }
 
-// reserve takes one creation unit for caller. Anonymous callers count per identity key
-// (the gateway's HMAC of their address, carried in the internal token); registered callers'
-// creations are not counted yet.
+// reserve takes one creation unit for caller: an anonymous caller's from the window of its
+// identity key (the gateway's HMAC of its address, carried in the internal token), a signed-in
+// caller's from the window of its account, up to the quota_limit the token carries.
 func (s *Service) reserve(ctx context.Context, caller identity.Caller) (unit, error) {
-	if !caller.IsAnonymous() {
-		return unit{}, nil
+	req, denied := quota.ReserveRequest{Scope: quota.ScopeUserCreate, Key: caller.UserID, Limit: &caller.QuotaLimit},
+		"monthly link quota exceeded"
+	if caller.IsAnonymous() {
+		if caller.IPHash == "" {
+			// Only a caller the gateway did not describe has no key; counting it under one
+			// shared empty key would let it exhaust everybody's quota, or nobody's.
+			return unit{}, errs.E(errs.KindInternal, "anonymous creation without an identity key")
+		}
+		req, denied = quota.ReserveRequest{Scope: quota.ScopeAnonymousCreate, Key: caller.IPHash}, "anonymous link quota exceeded"
 	}
-	if caller.IPHash == "" {
-		// Only a caller the gateway did not describe has no key; counting it under one
-		// shared empty key would let it exhaust everybody's quota, or nobody's.
-		return unit{}, errs.E(errs.KindInternal, "anonymous creation without an identity key")
-	}
-	rel, err := quota.Take(ctx, s.quota, quota.ScopeAnonymousCreate, caller.IPHash, "anonymous link quota exceeded")
+	rel, err := quota.Take(ctx, s.quota, req, denied)
 	if err != nil {
 		return unit{}, err
 	}

@@ -30,7 +30,9 @@ func TestCreateQuotaSequence(t *testing.T) {
 		wantRetryHint bool
 	}{
 		{name: "anonymous takes a unit of its key", caller: anon, req: ok, limit: 10, wantReserved: 1},
-		{name: "registered takes none yet", caller: user, req: ok, limit: 10},
+		{name: "registered takes a unit of the account", caller: user, req: ok, limit: 10, wantReserved: 1},
+		{name: "registered over its own limit", caller: identity.Caller{UserID: "u1", Role: "user", QuotaLimit: 0}, req: ok, limit: 10,
+			fails: true, wantKind: errs.KindTooMany, wantMsg: "monthly link quota exceeded", wantReserved: 1, wantRetryHint: true},
 		{name: "over the limit", caller: anon, req: ok, limit: 0, fails: true, wantKind: errs.KindTooMany,
 			wantMsg: "anonymous link quota exceeded", wantReserved: 1, wantRetryHint: true},
 		{name: "bad url gives the unit back", caller: anon, req: link.CreateRequest{URL: "http://internal"}, limit: 10,
@@ -74,8 +76,10 @@ func TestCreateQuotaSequence(t *testing.T) {
 				t.Fatalf("reserved %v, released %v; want %d and %d", q.reserved, q.released, tc.wantReserved, tc.wantReleased)
 			}
 			for _, r := range q.reserved {
-				if r.Scope != quota.ScopeAnonymousCreate || r.Key != anon.IPHash {
-					t.Fatalf("reserved %+v, want the anonymous scope for the caller's key", r)
+				anonymous := r.Scope == quota.ScopeAnonymousCreate && r.Key == anon.IPHash && r.Limit == nil
+				account := r.Scope == quota.ScopeUserCreate && r.Key == tc.caller.UserID && r.Limit != nil && *r.Limit == tc.caller.QuotaLimit
+				if tc.caller.IsAnonymous() != anonymous || !tc.caller.IsAnonymous() != account {
+					t.Fatalf("reserved %+v for %+v, want the caller's own window", r, tc.caller)
 				}
 			}
 			if tc.wantReleased == 1 && q.released[0].ID != "u1" {

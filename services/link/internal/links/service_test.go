@@ -83,7 +83,7 @@ func (fakeChecker) Check(_ context.Context, raw string) error {
 
 var (
 	now  = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	user = identity.Caller{UserID: "u1", Role: "user", Status: "active"}
+	user = identity.Caller{UserID: "u1", Role: "user", Status: "active", QuotaLimit: 100}
 	anon = identity.Caller{Role: identity.RoleAnonymous, IPHash: "client-key-1"}
 )
 
@@ -101,7 +101,11 @@ func (q *fakeQuota) Reserve(_ context.Context, req quota.ReserveRequest) (quota.
 		return quota.Reservation{}, q.fail
 	}
 	q.reserved = append(q.reserved, req)
-	if q.taken[req.Key] >= q.limit {
+	limit := q.limit
+	if req.Limit != nil {
+		limit = min(limit, *req.Limit)
+	}
+	if q.taken[req.Key] >= limit {
 		return quota.Reservation{Allowed: false, RetryAfterSeconds: 3600}, nil
 	}
 	q.taken[req.Key]++

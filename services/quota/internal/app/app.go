@@ -26,7 +26,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		Redis:  env.Stores.Redis,
 		Ledger: st,
 		Scopes: window.Scopes(window.Sizes{AnonLimit: cfg.AnonQuota, AnonWindow: cfg.AnonWindow,
-			LoginFailures: cfg.LoginMaxFailures, LoginWindow: cfg.LoginWindow}),
+			LoginFailures: cfg.LoginMaxFailures, LoginWindow: cfg.LoginWindow, UserWindow: cfg.UserWindow}),
 		Logger: env.Logger,
 	})
 	quotahttp.Routes(env.Server.App(), env.Keys, limiter)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,6 +165,74 @@ func TestLoginScopes(t *testing.T) {
 		r, err := s.client.Reserve(s.ctx(), req)
 		if err != nil || r.Allowed || r.RetryAfterSeconds < 890 || r.RetryAfterSeconds > 900 {
 			t.Fatalf("%s 4th reserve = %+v, %v; want denied for about 15 minutes", scope, r, err)
+		}
+	}
+}
+
+// Registered users' creations count per account up to the limit each reservation carries:
+// exact under a concurrent burst, a changed limit applies to the next reservation, and a
+// Redis that lost its state resets nothing.
+func TestUserCreateScope(t *testing.T) {
+	s := boot(t)
+	user := testenv.Name("user")
+	limit := func(n int) *int { return &n }
+	req := quota.ReserveRequest{Scope: quota.ScopeUserCreate, Key: user, Limit: limit(100)}
+	for i := 1; i <= 90; i++ {
+		if r, err := s.client.Reserve(s.ctx(), req); err != nil || !r.Allowed || r.Used != i || r.Limit != 100 || r.WindowSeconds != 720*3600 {
+			t.Fatalf("reserve %d = %+v, %v", i, r, err)
+		}
+	}
+	var granted, denied atomic.Int32
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Go(func() {
+			r, err := s.client.Reserve(s.ctx(), req)
+			switch {
+			case err != nil:
+				t.Errorf("burst reserve: %v", err)
+			case r.Allowed:
+				granted.Add(1)
+			case r.RetryAfterSeconds < 720*3600-120 || r.RetryAfterSeconds > 720*3600:
+				t.Errorf("denied with Retry-After %d s; want when the oldest unit leaves the 720h window", r.RetryAfterSeconds)
+			default:
+				denied.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if granted.Load() != 10 || denied.Load() != 20 {
+		t.Fatalf("30 parallel reservations at 90/100 granted %d and denied %d; want exactly 10 and 20", granted.Load(), denied.Load())
+	}
+	// The limit is the account's, as of each reservation.
+	if r, err := s.client.Reserve(s.ctx(), quota.ReserveRequest{Scope: quota.ScopeUserCreate, Key: user, Limit: limit(101)}); err != nil || !r.Allowed || r.Used != 101 {
+		t.Fatalf("after raising the limit: %+v, %v", r, err)
+	}
+	if r, err := s.client.Reserve(s.ctx(), quota.ReserveRequest{Scope: quota.ScopeUserCreate, Key: user, Limit: limit(50)}); err != nil || r.Allowed {
+		t.Fatalf("after lowering the limit: %+v, %v", r, err)
+	}
+	// Redis forgets everything about the counter; the durable record brings it back.
+	rdb := testenv.Redis(t)
+	base := "quota:{" + quota.ScopeUserCreate + ":" + user + "}"
+	if err := rdb.Del(context.Background(), base+":units", base+":hydrated").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.client.Reserve(s.ctx(), quota.ReserveRequest{Scope: quota.ScopeUserCreate, Key: user, Limit: limit(101)}); err != nil || r.Allowed || r.Used != 101 {
+		t.Fatalf("after Redis lost the counter: %+v, %v; want all 101 still counted", r, err)
+	}
+}
+
+// A per-caller scope needs its limit; the others refuse one.
+func TestLimitBelongsToPerCallerScopes(t *testing.T) {
+	s := boot(t)
+	for _, tc := range []struct{ body, msg string }{
+		{`{"scope":"user_create","key":"u1"}`, `limit is required for scope \"user_create\"`},
+		{`{"scope":"user_create","key":"u1","limit":-1}`, "limit must be between 0 and 1000000"},
+		{`{"scope":"anonymous_create","key":"k","limit":5}`, `limit is not accepted for scope \"anonymous_create\"`},
+		{`{"scope":"user_create","key":"u1","limit":"5"}`, "limit must be an integer"},
+	} {
+		code, body := s.post(t, "/internal/quota/reserve", s.token, []byte(tc.body))
+		if code != 400 || body != `{"error":"`+tc.msg+`"}` {
+			t.Errorf("%s: %d %s, want 400 %q", tc.body, code, body, tc.msg)
 		}
 	}
 }

@@ -20,6 +20,9 @@ type Config struct {
 	// AnonWindow is the sliding window of AnonQuota.
 	AnonWindow time.Duration `env:"LINKMESH_ANON_WINDOW" envDefault:"24h"`
 
+	// UserWindow is the sliding window of a registered user's quota_limit creations.
+	UserWindow time.Duration `env:"LINKMESH_USER_WINDOW" envDefault:"720h"`
+
 	// LoginMaxFailures is how many failed logins one e-mail, and separately one client
 	// identity key, may have per LoginWindow before logins answer 429.
 	LoginMaxFailures int `env:"LINKMESH_LOGIN_MAX_FAILURES" envDefault:"10"`
@@ -36,6 +39,9 @@ func (c *Config) Validate() error {
 	if c.AnonWindow < time.Minute {
 		return errors.New("LINKMESH_ANON_WINDOW must be at least 1m")
 	}
+	if c.UserWindow < time.Minute {
+		return errors.New("LINKMESH_USER_WINDOW must be at least 1m")
+	}
 	if c.LoginMaxFailures < 1 {
 		return errors.New("LINKMESH_LOGIN_MAX_FAILURES must be at least 1")
 	}
@@ -50,6 +56,7 @@ func (c *Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Int("anon_quota", c.AnonQuota),
 		slog.String("anon_window", c.AnonWindow.String()),
+		slog.String("user_window", c.UserWindow.String()),
 		slog.Int("login_max_failures", c.LoginMaxFailures),
 		slog.String("login_window", c.LoginWindow.String()),
 	)

@@ -16,7 +16,7 @@ import (
 
 // Limiter is what the handlers need from the window rules.
 type Limiter interface {
-	Reserve(ctx context.Context, scope, key string) (window.Decision, error)
+	ReserveLimit(ctx context.Context, scope, key string, limit *int) (window.Decision, error)
 	Release(ctx context.Context, scope, key, id string) error
 }
 
@@ -39,7 +39,7 @@ func (h handlers) reserve(c *fiber.Ctx) error {
 	if err := server.DecodeJSON(c, &req); err != nil {
 		return err
 	}
-	d, err := h.limiter.Reserve(c.UserContext(), req.Scope, req.Key)
+	d, err := h.limiter.ReserveLimit(c.UserContext(), req.Scope, req.Key, req.Limit)
 	if err != nil {
 		return err
 	}

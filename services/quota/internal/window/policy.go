@@ -17,7 +17,13 @@ type Policy struct {
 	Window time.Duration
 	// Anonymous marks counters of callers without an account (is_anonymous in quota_usage).
 	Anonymous bool
+	// PerCaller scopes take their limit from each reservation (the account's own
+	// quota_limit), so a changed limit applies to the very next one; Limit is unused.
+	PerCaller bool
 }
+
+// MaxCallerLimit bounds a per-caller limit.
+const MaxCallerLimit = 1_000_000
 
 // Sizes are the configured limits and windows the scope table reads.
 type Sizes struct {
@@ -27,6 +33,8 @@ type Sizes struct {
 	// key) may have per LoginWindow.
 	LoginFailures int
 	LoginWindow   time.Duration
+	// UserWindow is the sliding window of registered users' creations.
+	UserWindow time.Duration
 }
 
 // Scopes is the scope table: every scope the service counts, one row each.
@@ -37,7 +45,28 @@ func Scopes(s Sizes) map[string]Policy {
 		// releases the unit of a successful login, so only failures stay counted.
 		quota.ScopeLoginEmail: {Limit: s.LoginFailures, Window: s.LoginWindow, Anonymous: true},
 		quota.ScopeLoginIP:    {Limit: s.LoginFailures, Window: s.LoginWindow, Anonymous: true},
+		// Registered users' creations, keyed by user id, limited by each account's quota_limit.
+		quota.ScopeUserCreate: {Window: s.UserWindow, PerCaller: true},
 	}
+}
+
+// policyWithLimit is policyFor with the reservation's limit applied: required (0 to
+// MaxCallerLimit) for per-caller scopes, refused for the others, as 400s.
+func (l *Limiter) policyWithLimit(scope, key string, limit *int) (Policy, error) {
+	p, err := l.policyFor(scope, key)
+	switch {
+	case err != nil:
+		return Policy{}, err
+	case !p.PerCaller && limit != nil:
+		return Policy{}, errs.Invalid("limit is not accepted for scope %q", scope)
+	case p.PerCaller && limit == nil:
+		return Policy{}, errs.Invalid("limit is required for scope %q", scope)
+	case p.PerCaller && (*limit < 0 || *limit > MaxCallerLimit):
+		return Policy{}, errs.Invalid("limit must be between 0 and %d", MaxCallerLimit)
+	case p.PerCaller:
+		p.Limit = *limit
+	}
+	return p, nil
 }
 
 // policyFor returns the policy of scope after checking scope and key, as 400s.

@@ -11,12 +11,13 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 )
 
-func TestScopesHaveLoginRows(t *testing.T) {
-	table := Scopes(Sizes{AnonLimit: 10, AnonWindow: 24 * time.Hour, LoginFailures: 4, LoginWindow: 15 * time.Minute})
+func TestScopeTable(t *testing.T) {
+	table := Scopes(Sizes{AnonLimit: 10, AnonWindow: 24 * time.Hour, LoginFailures: 4, LoginWindow: 15 * time.Minute, UserWindow: 720 * time.Hour})
 	want := map[string]Policy{
 		quota.ScopeAnonymousCreate: {Limit: 10, Window: 24 * time.Hour, Anonymous: true},
 		quota.ScopeLoginEmail:      {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
 		quota.ScopeLoginIP:         {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
+		quota.ScopeUserCreate:      {Window: 720 * time.Hour, PerCaller: true},
 	}
 	if len(table) != len(want) {
 		t.Fatalf("scope table has %d rows, want %d: %+v", len(table), len(want), table)

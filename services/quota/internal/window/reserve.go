@@ -15,11 +15,17 @@ type scriptResult struct {
 	oldestMs int64 // score of the oldest unit still counted; 0 if none
 }
 
-// Reserve takes one unit of scope for key if the window has room. A unit is handed out only
-// once it is recorded in the ledger; if that fails it is taken back out of Redis and the
-// caller gets a 503.
+// Reserve is ReserveLimit for a scope with a configured limit.
 func (l *Limiter) Reserve(ctx context.Context, scope, key string) (Decision, error) {
-	p, err := l.policyFor(scope, key)
+	return l.ReserveLimit(ctx, scope, key, nil)
+}
+
+// ReserveLimit takes one unit of scope for key if the window has room; limit is the caller's
+// own limit of a per-caller scope, nil for the others. A unit is handed out only once it is
+// recorded in the ledger; if that fails it is taken back out of Redis and the caller gets a
+// 503.
+func (l *Limiter) ReserveLimit(ctx context.Context, scope, key string, limit *int) (Decision, error) {
+	p, err := l.policyWithLimit(scope, key, limit)
 	if err != nil {
 		return Decision{}, err
 	}

@@ -2,30 +2,23 @@ package accounts
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
-)
-
-// Paging bounds of lists.
-const (
-	DefaultPageSize = 20
-	MaxPageSize     = 100
+	"github.com/linkmesh/linkmesh/pkg/paging"
 )
 
 // RecordQuery is a validated login-records query.
 type RecordQuery struct {
-	Filter   RecordFilter
-	Page     int
-	PageSize int
+	Filter RecordFilter
+	Paging paging.Page
 }
 
 // ParseRecordQuery reads user_id, email, success, page and page_size through get (a query
 // lookup); absent parameters read as "".
 func ParseRecordQuery(get func(key string) string) (RecordQuery, error) {
-	q := RecordQuery{Page: 1, PageSize: DefaultPageSize}
+	var q RecordQuery
 	q.Filter.UserID = get("user_id")
 	q.Filter.Email = NormalizeEmail(get("email"))
 	switch v := get("success"); v {
@@ -36,20 +29,11 @@ func ParseRecordQuery(get func(key string) string) (RecordQuery, error) {
 	default:
 		return RecordQuery{}, errs.Invalid("success must be true or false")
 	}
-	if v := get("page"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return RecordQuery{}, errs.Invalid("page must be a positive integer")
-		}
-		q.Page = n
+	page, err := paging.Parse(get)
+	if err != nil {
+		return RecordQuery{}, err
 	}
-	if v := get("page_size"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxPageSize {
-			return RecordQuery{}, errs.Invalid("page_size must be between 1 and %d", MaxPageSize)
-		}
-		q.PageSize = n
-	}
+	q.Paging = page
 	return q, nil
 }
 
@@ -58,14 +42,8 @@ func (s *Service) LoginRecords(ctx context.Context, caller identity.Caller, q Re
 	if _, err := s.superAdmin(ctx, caller); err != nil {
 		return auth.LoginRecords{}, err
 	}
-	out := auth.LoginRecords{Records: []auth.LoginRecord{}, Page: q.Page, PageSize: q.PageSize}
-	// skip = (page-1)*page_size in int64; a page far past the end reads nothing instead of
-	// overflowing.
-	skip := int64(q.Page-1) * int64(q.PageSize)
-	if int64(q.Page-1) > (1<<62)/int64(q.PageSize) {
-		skip = 1 << 62
-	}
-	recs, total, err := s.store.LoginRecords(ctx, q.Filter, skip, int64(q.PageSize))
+	out := auth.LoginRecords{Records: []auth.LoginRecord{}, Page: q.Paging.Page, PageSize: q.Paging.PageSize}
+	recs, total, err := s.store.LoginRecords(ctx, q.Filter, q.Paging.Skip(), q.Paging.Limit())
 	if err != nil {
 		return auth.LoginRecords{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/paging"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 )
 
@@ -192,12 +193,12 @@ func TestLoginRecordsNeedSuperAdmin(t *testing.T) {
 	ctx := context.Background()
 	admin := e.superAdmin(t, "admin@example.com")
 	mod := e.register(t, "mod@example.com")
-	q := accounts.RecordQuery{Page: 1, PageSize: 20}
+	q := accounts.RecordQuery{Paging: paging.Page{Page: 1, PageSize: 20}}
 	for _, c := range []identity.Caller{caller(mod.ID, auth.RoleModerator), caller(mod.ID, auth.RoleSuperAdmin), caller("", "")} {
 		_, err := e.svc.LoginRecords(ctx, c, q)
 		wantErr(t, err, errs.KindForbidden, "super admin role required")
 	}
-	res, err := e.svc.LoginRecords(ctx, caller(admin.ID, auth.RoleSuperAdmin), accounts.RecordQuery{Page: 1 << 40, PageSize: 100})
+	res, err := e.svc.LoginRecords(ctx, caller(admin.ID, auth.RoleSuperAdmin), accounts.RecordQuery{Paging: paging.Page{Page: 1 << 40, PageSize: 100}})
 	if err != nil || res.Records == nil || len(res.Records) != 0 || res.Page != 1<<40 {
 		t.Fatalf("far page = %+v, %v; want an empty list", res, err)
 	}

@@ -26,6 +26,15 @@ func DecodeJSON(c *fiber.Ctx, v any) error {
 	return decodeBody(c.Request().Body(), v)
 }
 
+// DecodeOptionalJSON is DecodeJSON for a body whose every field is optional: an empty body
+// reads as {} and leaves v as it is.
+func DecodeOptionalJSON(c *fiber.Ctx, v any) error {
+	if len(bytes.TrimSpace(c.Request().Body())) == 0 {
+		return nil
+	}
+	return DecodeJSON(c, v)
+}
+
 func decodeBody(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return errs.Invalid("request body is required")

@@ -18,11 +18,11 @@ type protectedRoute struct {
 
 var protectedRoutes = []protectedRoute{
 	{"GET", "/api/user/dashboard", "", "user", 0},
-	{"GET", "/api/user/links", "", "user", 0},
+	{"GET", "/api/user/links", "", "user", 200},
 	{"GET", "/api/user/links/abc1234/analytics", "", "user", 0},
-	{"POST", "/api/user/links/abc1234/renew", "{}", "user", 0},
+	{"POST", "/api/user/links/abc1234/renew", "{}", "user", 404}, // nobody's link: 404, no oracle
 	{"POST", "/api/user/links/abc1234/request-permanent", "{}", "user", 0},
-	{"DELETE", "/api/user/links/abc1234", "", "user", 0},
+	{"DELETE", "/api/user/links/abc1234", "", "user", 404},
 	{"GET", "/api/admin/overview", "", "moderator", 0},
 	{"GET", "/api/admin/users", "", "moderator", 0},
 	{"POST", "/api/admin/users/nobody/timeout", `{"duration_seconds":60,"reason":"x"}`, "moderator", 0},

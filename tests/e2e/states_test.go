@@ -56,3 +56,9 @@ func TestRedirectFollowsLinkState(t *testing.T) {
 	eventually(t, code, 404).wantError(t, 404, "short link not found")
 	do(t, "GET", "/api/links/"+code+"/info", "", "").wantError(t, 404, "short link not found")
 }
+
+// setLinkExpired moves a link's expiry into the past, as time would.
+func setLinkExpired(t *testing.T, code string) {
+	t.Helper()
+	setLink(t, code, linktest.Change{ExpiresAt: ptr(time.Now().Add(-time.Minute))})
+}

@@ -22,8 +22,13 @@ const CacheTTL = 30 * time.Second
 // insert); a caller waits a little longer, so it always hears how the creation ended.
 const CreateBudget = 9 * time.Second
 
-// MsgNotFound is the answer for an unknown or deleted code, wherever it is given.
-const MsgNotFound = "short link not found"
+// Answers given wherever the condition is met.
+const (
+	// MsgNotFound is the answer for an unknown or deleted code, or another owner's link.
+	MsgNotFound = "short link not found"
+	// MsgDisabled is the answer for a link moderation disabled.
+	MsgDisabled = "short link has been disabled"
+)
 
 // Link statuses as stored.
 const (
@@ -83,6 +88,43 @@ type Info struct {
 	ExpiresAt      time.Time `json:"expires_at"`
 }
 
+// Link is the owner's (and, with OwnerID, the admin's) view of a link.
+type Link struct {
+	ID             string     `json:"id"`
+	ShortCode      string     `json:"short_code"`
+	ShortURL       string     `json:"short_url"`
+	DestinationURL string     `json:"destination_url"`
+	OwnerID        string     `json:"owner_id,omitempty"`
+	Status         string     `json:"status"`
+	Expired        bool       `json:"expired"`
+	AutoRenew      bool       `json:"auto_renew"`
+	ClickCount     int64      `json:"click_count"`
+	CreatedAt      time.Time  `json:"created_at"`
+	ExpiresAt      time.Time  `json:"expires_at"`
+	DeletedAt      *time.Time `json:"deleted_at"`
+}
+
+// LinkResponse wraps one link.
+type LinkResponse struct {
+	Link Link `json:"link"`
+}
+
+// List is a page of links, newest first.
+type List struct {
+	Links    []Link `json:"links"`
+	Page     int    `json:"page"`
+	PageSize int    `json:"page_size"`
+	Total    int64  `json:"total"`
+}
+
+// ListParams are the query parameters of the owner's list: paging, status and q.
+func ListParams() []string { return []string{"page", "page_size", "status", "q"} }
+
+// RenewRequest is the body of a renewal; days default to 30.
+type RenewRequest struct {
+	ExpirationDays *int `json:"expiration_days,omitempty"`
+}
+
 // Client calls the link service.
 type Client struct{ hc *httpclient.Client }
 
@@ -108,6 +150,25 @@ func (c *Client) Info(ctx context.Context, code string) (Info, error) {
 	var out Info
 	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/links/" + url.PathEscape(code) + "/info"}, &out)
 	return out, err
+}
+
+// Mine lists the caller's links; query holds ListParams, which the link service validates.
+func (c *Client) Mine(ctx context.Context, query url.Values) (List, error) {
+	var out List
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/links/?" + query.Encode()}, &out)
+	return out, err
+}
+
+// Renew pushes the expiry of the caller's link code forward.
+func (c *Client) Renew(ctx context.Context, code string, req RenewRequest) (Link, error) {
+	var out LinkResponse
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/links/" + url.PathEscape(code) + "/renew", Body: req}, &out)
+	return out.Link, err
+}
+
+// Delete soft-deletes the caller's link code.
+func (c *Client) Delete(ctx context.Context, code string) error {
+	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodDelete, Path: "/internal/links/" + url.PathEscape(code)}, nil)
 }
 
 // MaxCodeLength is the longest short code the link service issues or accepts.

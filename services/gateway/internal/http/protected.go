@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/server"
 )
@@ -23,11 +24,11 @@ func (h *handlers) protectedRoutes() []route {
 	const user, mod, super = auth.RoleUser, auth.RoleModerator, auth.RoleSuperAdmin
 	return []route{
 		{"GET", "/user/dashboard", user, nil},
-		{"GET", "/user/links", user, nil},
+		{"GET", "/user/links", user, h.myLinks},
 		{"GET", "/user/links/:code/analytics", user, nil},
-		{"POST", "/user/links/:code/renew", user, nil},
+		{"POST", "/user/links/:code/renew", user, h.renewLink},
 		{"POST", "/user/links/:code/request-permanent", user, nil},
-		{"DELETE", "/user/links/:code", user, nil},
+		{"DELETE", "/user/links/:code", user, h.deleteLink},
 
 		{"GET", "/admin/overview", mod, nil},
 		{"GET", "/admin/users", mod, nil},
@@ -80,15 +81,48 @@ func (h *handlers) setRole(c *fiber.Ctx) error {
 
 // loginRecords passes the public filters and paging to the auth service, which validates them.
 func (h *handlers) loginRecords(c *fiber.Ctx) error {
-	q := url.Values{}
-	for _, k := range []string{"user_id", "email", "success", "page", "page_size"} {
-		if v := c.Query(k); v != "" {
-			q.Set(k, v)
-		}
-	}
-	recs, err := h.Auth.LoginRecords(c.UserContext(), q)
+	recs, err := h.Auth.LoginRecords(c.UserContext(), passQuery(c, "user_id", "email", "success", "page", "page_size"))
 	if err != nil {
 		return err
 	}
 	return c.JSON(recs, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// myLinks passes the list's parameters to the link service, which validates them.
+func (h *handlers) myLinks(c *fiber.Ctx) error {
+	list, err := h.Links.Mine(c.UserContext(), passQuery(c, link.ListParams()...))
+	if err != nil {
+		return err
+	}
+	return c.JSON(list, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h *handlers) renewLink(c *fiber.Ctx) error {
+	var req link.RenewRequest
+	if err := server.DecodeOptionalJSON(c, &req); err != nil {
+		return err
+	}
+	l, err := h.Links.Renew(c.UserContext(), c.Params("code"), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(link.LinkResponse{Link: l}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h *handlers) deleteLink(c *fiber.Ctx) error {
+	if err := h.Links.Delete(c.UserContext(), c.Params("code")); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "deleted"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// passQuery copies the named query parameters a route forwards; others are dropped.
+func passQuery(c *fiber.Ctx, keys ...string) url.Values {
+	q := url.Values{}
+	for _, k := range keys {
+		if v := c.Query(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
 }

@@ -27,6 +27,9 @@ type Probe func(ctx context.Context) error
 type Links interface {
 	Create(ctx context.Context, req link.CreateRequest) (link.Created, error)
 	Info(ctx context.Context, code string) (link.Info, error)
+	Mine(ctx context.Context, query url.Values) (link.List, error)
+	Renew(ctx context.Context, code string, req link.RenewRequest) (link.Link, error)
+	Delete(ctx context.Context, code string) error
 }
 
 // Auth is what the routes ask of the auth service; *auth.Client satisfies it.

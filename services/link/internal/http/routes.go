@@ -2,6 +2,8 @@
 package http
 
 import (
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
@@ -15,8 +17,11 @@ func Register(app *fiber.App, keys *identity.Keys, svc *links.Service) {
 	h := handlers{svc: svc}
 	g := app.Group("/internal/links", identity.Require(keys))
 	g.Post("/", h.create)
+	g.Get("/", h.mine)
 	g.Get("/:code/resolve", h.resolve)
 	g.Get("/:code/info", h.info)
+	g.Post("/:code/renew", h.renew)
+	g.Delete("/:code", h.delete)
 }
 
 type handlers struct{ svc *links.Service }
@@ -50,4 +55,32 @@ func (h handlers) info(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(info, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// mine lists the caller's links.
+func (h handlers) mine(c *fiber.Ctx) error {
+	list, err := h.svc.Mine(c.UserContext(), identity.CallerOf(c), func(k string) string { return strings.Clone(c.Query(k)) })
+	if err != nil {
+		return err
+	}
+	return c.JSON(list, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) renew(c *fiber.Ctx) error {
+	var req link.RenewRequest
+	if err := server.DecodeOptionalJSON(c, &req); err != nil {
+		return err
+	}
+	l, err := h.svc.Renew(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("code")), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(link.LinkResponse{Link: l}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) delete(c *fiber.Ctx) error {
+	if err := h.svc.Delete(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("code"))); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "deleted"}, fiber.MIMEApplicationJSONCharsetUTF8)
 }

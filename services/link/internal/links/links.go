@@ -41,6 +41,25 @@ type Change struct {
 	DeletedAt *time.Time
 }
 
+// States a list can select; a link is in exactly one of the first three.
+const (
+	StateActive   = "active"
+	StateExpired  = "expired"
+	StateDisabled = "disabled"
+	StateAll      = "all"
+)
+
+// ListQuery selects a page of one owner's live (not soft-deleted) links, newest first.
+type ListQuery struct {
+	OwnerID string
+	// State is one of the State constants, as of Now.
+	State string
+	Now   time.Time
+	// Contains, when set, is a literal substring of the code or the destination.
+	Contains    string
+	Skip, Limit int64
+}
+
 // ErrNotFound is returned by stores for an unknown code.
 var ErrNotFound = errors.New("link not found")
 
@@ -52,6 +71,11 @@ type Store interface {
 	Insert(ctx context.Context, l Link) error
 	// FindByCode returns the link with code, soft-deleted ones included.
 	FindByCode(ctx context.Context, code string) (Link, error)
+	// List returns a page of q's links and how many match in all.
+	List(ctx context.Context, q ListQuery) ([]Link, int64, error)
+	// UpdateLive applies ch to the live link with code owned by ownerID; false when there is
+	// none (unknown, another owner's, or soft-deleted meanwhile).
+	UpdateLive(ctx context.Context, code, ownerID string, ch Change) (bool, error)
 }
 
 // Cache keeps resolved links (and the absence of a link) for at most link.CacheTTL, and tells

@@ -43,6 +43,31 @@ func (s *fakeStore) FindByCode(_ context.Context, code string) (Link, error) {
 	return l, nil
 }
 
+func (s *fakeStore) List(_ context.Context, q ListQuery) ([]Link, int64, error) {
+	var out []Link
+	for _, l := range s.links {
+		if l.OwnerID == q.OwnerID && l.DeletedAt == nil {
+			out = append(out, l)
+		}
+	}
+	return out, int64(len(out)), s.failErr
+}
+
+func (s *fakeStore) UpdateLive(_ context.Context, code, owner string, ch Change) (bool, error) {
+	l, ok := s.links[code]
+	if s.failErr != nil || !ok || l.OwnerID != owner || l.DeletedAt != nil {
+		return false, s.failErr
+	}
+	if ch.ExpiresAt != nil {
+		l.ExpiresAt = *ch.ExpiresAt
+	}
+	if ch.DeletedAt != nil {
+		l.DeletedAt = ch.DeletedAt
+	}
+	s.links[code] = l
+	return true, nil
+}
+
 type fakeCache struct {
 	entries     map[string]*link.Resolved // nil value = cached absence
 	invalidated []string

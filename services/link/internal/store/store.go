@@ -40,6 +40,11 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
 			Keys: bson.D{{Key: "short_code", Value: 1}}, Options: options.Index().SetUnique(true).SetName("short_code_unique"),
 		}},
+		// An owner's lists and counts read this index, newest first, ties broken by id.
+		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
+			Keys:    bson.D{{Key: "owner_id", Value: 1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: -1}},
+			Options: options.Index().SetName("owner_created"),
+		}},
 	)
 	if err != nil {
 		return nil, err
@@ -74,6 +79,20 @@ func (s *Store) FindByCode(ctx context.Context, code string) (links.Link, error)
 
 // Update sets the fields ch names on the link with code; links.ErrNotFound if none.
 func (s *Store) Update(ctx context.Context, code string, ch links.Change) error {
+	ok, err := s.update(ctx, bson.D{{Key: "short_code", Value: code}}, ch)
+	if err == nil && !ok {
+		return links.ErrNotFound
+	}
+	return err
+}
+
+// UpdateLive applies ch to the live link with code owned by ownerID, in one conditional
+// update: a link soft-deleted or handed to nobody else meanwhile is not touched.
+func (s *Store) UpdateLive(ctx context.Context, code, ownerID string, ch links.Change) (bool, error) {
+	return s.update(ctx, bson.D{{Key: "short_code", Value: code}, {Key: "owner_id", Value: ownerID}, live()}, ch)
+}
+
+func (s *Store) update(ctx context.Context, filter bson.D, ch links.Change) (bool, error) {
 	set := bson.D{}
 	if ch.Status != nil {
 		set = append(set, bson.E{Key: "status", Value: *ch.Status})
@@ -88,17 +107,17 @@ func (s *Store) Update(ctx context.Context, code string, ch links.Change) error 
 		set = append(set, bson.E{Key: "deleted_at", Value: ch.DeletedAt.UTC()})
 	}
 	if len(set) == 0 {
-		return nil
+		return false, errors.New("update link: nothing to change")
 	}
-	res, err := s.links.UpdateOne(ctx, bson.D{{Key: "short_code", Value: code}}, bson.D{{Key: "$set", Value: set}})
+	res, err := s.links.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
 	if err != nil {
-		return fmt.Errorf("update link: %w", err)
+		return false, fmt.Errorf("update link: %w", err)
 	}
-	if res.MatchedCount == 0 {
-		return links.ErrNotFound
-	}
-	return nil
+	return res.MatchedCount == 1, nil
 }
+
+// live matches links that are not soft-deleted.
+func live() bson.E { return bson.E{Key: "deleted_at", Value: bson.D{{Key: "$exists", Value: false}}} }
 
 func toDoc(l links.Link) doc {
 	d := doc{ID: l.ID, ShortCode: l.ShortCode, DestinationURL: l.DestinationURL, OwnerID: l.OwnerID,

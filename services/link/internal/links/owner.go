@@ -1,0 +1,120 @@
+package links
+
+import (
+	"context"
+	"time"
+	"unicode/utf8"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/paging"
+)
+
+// MaxQueryLength bounds q of a list: no code or destination is longer.
+const MaxQueryLength = 2048
+
+// Mine lists caller's live links for the query parameters get reads (page, page_size,
+// status, q); a bad value is a 400 naming the parameter.
+func (s *Service) Mine(ctx context.Context, caller identity.Caller, get func(string) string) (link.List, error) {
+	if caller.IsAnonymous() {
+		return link.List{}, errs.E(errs.KindUnauthenticated, "authentication required")
+	}
+	page, err := paging.Parse(get)
+	if err != nil {
+		return link.List{}, err
+	}
+	q := ListQuery{OwnerID: caller.UserID, State: StateAll, Now: s.now().UTC(), Skip: page.Skip(), Limit: page.Limit()}
+	switch v := get("status"); v {
+	case "", StateAll:
+	case StateActive, StateExpired, StateDisabled:
+		q.State = v
+	default:
+		return link.List{}, errs.Invalid("status must be active, expired, disabled or all")
+	}
+	q.Contains = get("q")
+	if utf8.RuneCountInString(q.Contains) > MaxQueryLength || !utf8.ValidString(q.Contains) {
+		return link.List{}, errs.Invalid("q must be valid text of at most %d characters", MaxQueryLength)
+	}
+	found, total, err := s.store.List(ctx, q)
+	if err != nil {
+		return link.List{}, err
+	}
+	out := link.List{Links: make([]link.Link, 0, len(found)), Page: page.Page, PageSize: page.PageSize, Total: total}
+	for _, l := range found {
+		v := s.view(l)
+		v.OwnerID = "" // the owner's own view
+		out.Links = append(out.Links, v)
+	}
+	return out, nil
+}
+
+// Renew sets the expiry of caller's link code to now + days (default 30, 1-365), expired or
+// not, keeping the code; a disabled link stays disabled (403).
+func (s *Service) Renew(ctx context.Context, caller identity.Caller, code string, req link.RenewRequest) (link.Link, error) {
+	days := DefaultExpirationDays
+	if d := req.ExpirationDays; d != nil {
+		if *d < 1 || *d > MaxRegisteredDays {
+			return link.Link{}, errs.Invalid("expiration_days must be between 1 and %d", MaxRegisteredDays)
+		}
+		days = *d
+	}
+	l, err := s.owned(ctx, caller, code)
+	if err != nil {
+		return link.Link{}, err
+	}
+	if l.Status == link.StatusDisabled {
+		return link.Link{}, errs.Forbidden(link.MsgDisabled)
+	}
+	l.ExpiresAt = s.now().UTC().Truncate(time.Millisecond).AddDate(0, 0, days)
+	if err := s.change(ctx, caller, code, Change{ExpiresAt: &l.ExpiresAt}); err != nil {
+		return link.Link{}, err
+	}
+	v := s.view(l)
+	v.OwnerID = ""
+	return v, nil
+}
+
+// Delete soft-deletes caller's link code: it answers 404 everywhere from then on, and a
+// second delete is a 404 too.
+func (s *Service) Delete(ctx context.Context, caller identity.Caller, code string) error {
+	if _, err := s.owned(ctx, caller, code); err != nil {
+		return err
+	}
+	at := s.now().UTC().Truncate(time.Millisecond)
+	return s.change(ctx, caller, code, Change{DeletedAt: &at})
+}
+
+// owned is the one ownership check: caller's live link code, or 404 for any other (unknown,
+// deleted, or another owner's: no existence oracle).
+func (s *Service) owned(ctx context.Context, caller identity.Caller, code string) (Link, error) {
+	l, err := s.find(ctx, code)
+	if err != nil {
+		return Link{}, err
+	}
+	if caller.IsAnonymous() || l.OwnerID != caller.UserID {
+		return Link{}, errs.NotFound(link.MsgNotFound)
+	}
+	return l, nil
+}
+
+// change applies ch to caller's live link code in one conditional update, then drops every
+// cached copy. A link deleted between the check and the update is a 404, not a change.
+func (s *Service) change(ctx context.Context, caller identity.Caller, code string, ch Change) error {
+	ok, err := s.store.UpdateLive(ctx, code, caller.UserID, ch)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errs.NotFound(link.MsgNotFound)
+	}
+	s.cache.Invalidate(ctx, code)
+	return nil
+}
+
+// view is the owner and admin view of l.
+func (s *Service) view(l Link) link.Link {
+	return link.Link{ID: l.ID, ShortCode: l.ShortCode, ShortURL: s.ShortURL(l.ShortCode), DestinationURL: l.DestinationURL,
+		OwnerID: l.OwnerID, Status: l.Status, Expired: l.Expired(s.now()), AutoRenew: l.AutoRenew, ClickCount: l.ClickCount,
+		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt}
+}

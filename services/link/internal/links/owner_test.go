@@ -1,0 +1,64 @@
+package links
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+)
+
+func wantErr(t *testing.T, err error, kind errs.Kind, msg string) {
+	t.Helper()
+	if e, ok := errs.As(err); !ok || e.Kind != kind || e.Message != msg {
+		t.Fatalf("got %v, want kind %d %q", err, kind, msg)
+	}
+}
+
+func TestOwnerRules(t *testing.T) {
+	s, st, c := newService()
+	ctx := context.Background()
+	st.links["mine"] = Link{ShortCode: "mine", OwnerID: "u1", Status: link.StatusActive, ExpiresAt: now.Add(-time.Hour)}
+	st.links["off"] = Link{ShortCode: "off", OwnerID: "u1", Status: link.StatusDisabled, ExpiresAt: now.Add(time.Hour)}
+	st.links["theirs"] = Link{ShortCode: "theirs", OwnerID: "u2", Status: link.StatusActive, ExpiresAt: now.Add(time.Hour)}
+	other := identity.Caller{UserID: "u2", Role: "user"}
+
+	l, err := s.Renew(ctx, user, "mine", link.RenewRequest{ExpirationDays: ptr(7)})
+	if err != nil || !l.ExpiresAt.Equal(now.AddDate(0, 0, 7)) || l.Expired || l.OwnerID != "" || !st.links["mine"].ExpiresAt.Equal(now.AddDate(0, 0, 7)) {
+		t.Fatalf("renew: %+v %v", l, err)
+	}
+	if len(c.invalidated) != 1 || c.invalidated[0] != "mine" {
+		t.Fatalf("renewal must drop every cached copy: %v", c.invalidated)
+	}
+	if l, err := s.Renew(ctx, user, "mine", link.RenewRequest{}); err != nil || !l.ExpiresAt.Equal(now.AddDate(0, 0, 30)) {
+		t.Fatalf("default renewal: %+v %v", l, err)
+	}
+	_, err = s.Renew(ctx, user, "mine", link.RenewRequest{ExpirationDays: ptr(0)})
+	wantErr(t, err, errs.KindInvalid, "expiration_days must be between 1 and 365")
+	_, err = s.Renew(ctx, user, "off", link.RenewRequest{})
+	wantErr(t, err, errs.KindForbidden, "short link has been disabled")
+	for _, caller := range []identity.Caller{other, anon} {
+		_, err = s.Renew(ctx, caller, "mine", link.RenewRequest{})
+		wantErr(t, err, errs.KindNotFound, link.MsgNotFound)
+		wantErr(t, s.Delete(ctx, caller, "mine"), errs.KindNotFound, link.MsgNotFound)
+	}
+
+	if err := s.Delete(ctx, user, "mine"); err != nil || st.links["mine"].DeletedAt == nil {
+		t.Fatalf("delete: %v", err)
+	}
+	wantErr(t, s.Delete(ctx, user, "mine"), errs.KindNotFound, link.MsgNotFound)
+
+	get := func(q map[string]string) func(string) string { return func(k string) string { return q[k] } }
+	list, err := s.Mine(ctx, user, get(nil))
+	if err != nil || list.Total != 1 || len(list.Links) != 1 || list.Links[0].ShortCode != "off" || list.Page != 1 || list.PageSize != 20 {
+		t.Fatalf("mine: %+v %v", list, err)
+	}
+	_, err = s.Mine(ctx, user, get(map[string]string{"status": "deleted"}))
+	wantErr(t, err, errs.KindInvalid, "status must be active, expired, disabled or all")
+	_, err = s.Mine(ctx, user, get(map[string]string{"q": "\xff"}))
+	wantErr(t, err, errs.KindInvalid, "q must be valid text of at most 2048 characters")
+	_, err = s.Mine(ctx, anon, get(nil))
+	wantErr(t, err, errs.KindUnauthenticated, "authentication required")
+}

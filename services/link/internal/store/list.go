@@ -1,0 +1,71 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/services/link/internal/links"
+)
+
+// List returns a page of q's links, newest first with ties in id order, and how many match.
+// Both queries read the owner_created index.
+func (s *Store) List(ctx context.Context, q links.ListQuery) ([]links.Link, int64, error) {
+	filter := listFilter(q)
+	total, err := s.links.CountDocuments(ctx, filter)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count links: %w", err)
+	}
+	opts := options.Find().SetSort(bson.D{{Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}).
+		SetSkip(q.Skip).SetLimit(q.Limit)
+	cur, err := s.links.Find(ctx, filter, opts)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list links: %w", err)
+	}
+	var docs []doc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, 0, fmt.Errorf("read links: %w", err)
+	}
+	out := make([]links.Link, 0, len(docs))
+	for _, d := range docs {
+		out = append(out, fromDoc(d))
+	}
+	return out, total, nil
+}
+
+// listFilter is the filter of q: the owner's live links in q's state, with q's substring.
+func listFilter(q links.ListQuery) bson.D {
+	f := bson.D{{Key: "owner_id", Value: q.OwnerID}, live()}
+	notExpired := bson.A{bson.D{{Key: "auto_renew", Value: 1}}, bson.D{{Key: "expires_at", Value: bson.D{{Key: "$gt", Value: q.Now}}}}}
+	var or []bson.A
+	switch q.State {
+	case links.StateDisabled:
+		f = append(f, bson.E{Key: "status", Value: link.StatusDisabled})
+	case links.StateActive:
+		f = append(f, bson.E{Key: "status", Value: link.StatusActive})
+		or = append(or, notExpired)
+	case links.StateExpired:
+		f = append(f, bson.E{Key: "status", Value: link.StatusActive}, bson.E{Key: "auto_renew", Value: 0},
+			bson.E{Key: "expires_at", Value: bson.D{{Key: "$lte", Value: q.Now}}})
+	}
+	if q.Contains != "" {
+		// A literal substring: every pattern character is escaped, so ".*", "(" or "$" are
+		// plain text, never a pattern or an operator.
+		pattern := regexp.QuoteMeta(q.Contains)
+		or = append(or, bson.A{
+			bson.D{{Key: "short_code", Value: bson.D{{Key: "$regex", Value: pattern}}}},
+			bson.D{{Key: "destination_url", Value: bson.D{{Key: "$regex", Value: pattern}}}},
+		})
+	}
+	switch len(or) {
+	case 1:
+		f = append(f, bson.E{Key: "$or", Value: or[0]})
+	case 2:
+		f = append(f, bson.E{Key: "$and", Value: bson.A{bson.D{{Key: "$or", Value: or[0]}}, bson.D{{Key: "$or", Value: or[1]}}}})
+	}
+	return f
+}

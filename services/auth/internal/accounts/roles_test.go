@@ -80,7 +80,9 @@ func TestParseRecordQuery(t *testing.T) {
 		want  string // "" = accepted
 		check func(RecordQuery) bool
 	}{
-		{map[string]string{}, "", func(q RecordQuery) bool { return q.Paging.Page == 1 && q.Paging.PageSize == 20 && q.Filter.Success == nil }},
+		{map[string]string{}, "", func(q RecordQuery) bool {
+			return q.Paging.Page == 1 && q.Paging.PageSize == 20 && q.Filter.Success == nil
+		}},
 		{map[string]string{"page": "3", "page_size": "100"}, "", func(q RecordQuery) bool { return q.Paging.Page == 3 && q.Paging.PageSize == 100 }},
 		{map[string]string{"email": " Ada@Example.com ", "user_id": "u1"}, "", func(q RecordQuery) bool {
 			return q.Filter.Email == "ada@example.com" && q.Filter.UserID == "u1"

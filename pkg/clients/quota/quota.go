@@ -69,6 +69,14 @@ func (c *Client) Reserve(ctx context.Context, req ReserveRequest) (Reservation, 
 	return out, err
 }
 
+// Usage reads the counter req names without taking a unit; Allowed is meaningless there.
+// It changes nothing, so it is retried.
+func (c *Client) Usage(ctx context.Context, req ReserveRequest) (Reservation, error) {
+	var out Reservation
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/quota/usage", Body: req, Idempotent: true}, &out)
+	return out, err
+}
+
 // Release returns a reserved unit; releasing twice is harmless, so it is retried.
 func (c *Client) Release(ctx context.Context, req ReleaseRequest) error {
 	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/quota/release", Body: req, IdempotencyKey: req.ID}, nil)

@@ -236,3 +236,34 @@ func TestLimitBelongsToPerCallerScopes(t *testing.T) {
 		}
 	}
 }
+
+// Usage reads a counter without taking a unit, rebuilding it from the durable record when
+// Redis lost it.
+func TestUsage(t *testing.T) {
+	s := boot(t)
+	user := testenv.Name("user")
+	ten := 10
+	req := quota.ReserveRequest{Scope: quota.ScopeUserCreate, Key: user, Limit: &ten}
+	if u, err := s.client.Usage(s.ctx(), req); err != nil || u.Used != 0 || u.Remaining != 10 || !u.ResetsAt.IsZero() {
+		t.Fatalf("usage of an unused counter = %+v, %v", u, err)
+	}
+	first, err := s.client.Reserve(s.ctx(), req)
+	if err != nil || !first.Allowed {
+		t.Fatal(first, err)
+	}
+	for range 3 { // reading takes nothing
+		u, err := s.client.Usage(s.ctx(), req)
+		if err != nil || u.Used != 1 || u.Remaining != 9 || u.Limit != 10 || u.WindowSeconds != 720*3600 ||
+			u.ResetsAt.Sub(time.Now().Add(720*time.Hour)).Abs() > time.Minute {
+			t.Fatalf("usage = %+v, %v", u, err)
+		}
+	}
+	rdb := testenv.Redis(t)
+	base := "quota:{" + quota.ScopeUserCreate + ":" + user + "}"
+	if err := rdb.Del(context.Background(), base+":units", base+":hydrated").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := s.client.Usage(s.ctx(), req); err != nil || u.Used != 1 {
+		t.Fatalf("usage after Redis lost the counter = %+v, %v", u, err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 // Limiter is what the handlers need from the window rules.
 type Limiter interface {
 	ReserveLimit(ctx context.Context, scope, key string, limit *int) (window.Decision, error)
+	Usage(ctx context.Context, scope, key string, limit *int) (window.Decision, error)
 	Release(ctx context.Context, scope, key, id string) error
 }
 
@@ -26,6 +27,7 @@ func Routes(app *fiber.App, keys *identity.Keys, limiter Limiter) {
 	g := app.Group("/internal/quota", identity.Require(keys))
 	g.Post("/reserve", h.reserve)
 	g.Post("/release", h.release)
+	g.Post("/usage", h.usage)
 }
 
 type handlers struct {
@@ -40,6 +42,19 @@ func (h handlers) reserve(c *fiber.Ctx) error {
 		return err
 	}
 	d, err := h.limiter.ReserveLimit(c.UserContext(), req.Scope, req.Key, req.Limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(reservation(d), fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// usage reads a counter without taking a unit (a POST only to carry the same body).
+func (h handlers) usage(c *fiber.Ctx) error {
+	var req quota.ReserveRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	d, err := h.limiter.Usage(c.UserContext(), req.Scope, req.Key, req.Limit)
 	if err != nil {
 		return err
 	}

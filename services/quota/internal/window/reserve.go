@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // scriptResult is what reserveScript answered.
@@ -58,15 +60,48 @@ func (l *Limiter) ReserveLimit(ctx context.Context, scope, key string, limit *in
 	return Decision{}, unavailable("reserve quota", errors.New("redis state lost again after every hydration"))
 }
 
+// Usage reads scope's counter for key without taking a unit: the units in the window and
+// when the oldest leaves it. limit is as in ReserveLimit.
+func (l *Limiter) Usage(ctx context.Context, scope, key string, limit *int) (Decision, error) {
+	p, err := l.policyWithLimit(scope, key, limit)
+	if err != nil {
+		return Decision{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+	defer cancel()
+	k := keysFor(scope, key)
+	for range maxHydrations + 1 {
+		now := l.now()
+		res, err := l.runScript(ctx, usageScript, k, now.UnixMilli(), now.UnixMilli()-p.Window.Milliseconds())
+		if err != nil {
+			return Decision{}, unavailable("read quota", err)
+		}
+		if res.status < 0 {
+			if err := l.hydrate(ctx, scope, key, p); err != nil {
+				return Decision{}, err
+			}
+			continue
+		}
+		d := decide(p, now, res)
+		d.RetryAfter = 0
+		return d, nil
+	}
+	return Decision{}, unavailable("read quota", errors.New("redis state lost again after every hydration"))
+}
+
 func (l *Limiter) runReserve(ctx context.Context, k redisKeys, p Policy, now time.Time, id string) (scriptResult, error) {
 	nowMs, winMs := now.UnixMilli(), p.Window.Milliseconds()
-	raw, err := reserveScript.Run(ctx, l.rdb, []string{k.units, k.marker},
-		nowMs, nowMs-winMs, p.Limit, id, winMs).Slice()
+	return l.runScript(ctx, reserveScript, k, nowMs, nowMs-winMs, p.Limit, id, winMs)
+}
+
+// runScript runs one of the counter scripts, which all answer {status, used, oldest score}.
+func (l *Limiter) runScript(ctx context.Context, script *redis.Script, k redisKeys, args ...any) (scriptResult, error) {
+	raw, err := script.Run(ctx, l.rdb, []string{k.units, k.marker}, args...).Slice()
 	if err != nil {
-		return scriptResult{}, fmt.Errorf("run reserve script: %w", err)
+		return scriptResult{}, fmt.Errorf("run counter script: %w", err)
 	}
 	if len(raw) != 3 {
-		return scriptResult{}, fmt.Errorf("reserve script answered %d values", len(raw))
+		return scriptResult{}, fmt.Errorf("counter script answered %d values", len(raw))
 	}
 	status, _ := raw[0].(int64)
 	used, _ := raw[1].(int64)

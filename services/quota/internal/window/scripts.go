@@ -38,6 +38,20 @@ local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return {status, used, oldest[2] or ''}
 `)
 
+// usageScript reads a counter without taking a unit: status 2 when read, -1 when it needs
+// hydration first.
+//
+// KEYS: units, marker. ARGV: now ms, cutoff ms (now - window), as reserveScript's first two.
+var usageScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  return {-1, 0, ''}
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+local used = redis.call('ZCARD', KEYS[1])
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return {2, used, oldest[2] or ''}
+`)
+
 // hydrateScript rebuilds the sorted set from the durable record, unless another replica got
 // there first (the marker is back). The set and the marker get the same expiry, so they
 // always vanish together.

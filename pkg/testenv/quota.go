@@ -42,6 +42,10 @@ func NewQuotaServer(t testing.TB, keys *identity.Keys, limit int) *QuotaServer {
 			var req quota.ReserveRequest
 			_ = json.NewDecoder(r.Body).Decode(&req)
 			writeJSON(w, q.reserve(req))
+		case "/internal/quota/usage":
+			var req quota.ReserveRequest
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			writeJSON(w, q.usage(req))
 		case "/internal/quota/release":
 			var req quota.ReleaseRequest
 			_ = json.NewDecoder(r.Body).Decode(&req)
@@ -79,6 +83,17 @@ func (q *QuotaServer) reserve(r quota.ReserveRequest) quota.Reservation {
 	id := fmt.Sprintf("1763730300000-%04d", q.next)
 	q.units[k][id] = true
 	return quota.Reservation{Allowed: true, ID: id, Limit: limit, Used: len(q.units[k]), WindowSeconds: 900}
+}
+
+func (q *QuotaServer) usage(r quota.ReserveRequest) quota.Reservation {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	limit := q.limit
+	if r.Limit != nil {
+		limit = *r.Limit
+	}
+	used := len(q.units[r.Scope+"|"+r.Key])
+	return quota.Reservation{Limit: limit, Used: used, Remaining: max(0, limit-used), WindowSeconds: 900}
 }
 
 func (q *QuotaServer) release(r quota.ReleaseRequest) {

@@ -120,6 +120,27 @@ type List struct {
 // ListParams are the query parameters of the owner's list: paging, status and q.
 func ListParams() []string { return []string{"page", "page_size", "status", "q"} }
 
+// Dashboard is a signed-in user's summary (GET /api/user/dashboard).
+type Dashboard struct {
+	TotalLinks    int64          `json:"total_links"`
+	ActiveLinks   int64          `json:"active_links"`
+	ExpiredLinks  int64          `json:"expired_links"`
+	DisabledLinks int64          `json:"disabled_links"`
+	TotalClicks   int64          `json:"total_clicks"`
+	Quota         DashboardQuota `json:"quota"`
+	RecentLinks   []Link         `json:"recent_links"`
+}
+
+// DashboardQuota is the account's creation quota as of now; ResetsAt, when the next unit
+// frees, is null when nothing is used.
+type DashboardQuota struct {
+	Limit      int        `json:"limit"`
+	Used       int        `json:"used"`
+	Remaining  int        `json:"remaining"`
+	WindowDays int        `json:"window_days"`
+	ResetsAt   *time.Time `json:"resets_at"`
+}
+
 // RenewRequest is the body of a renewal; days default to 30.
 type RenewRequest struct {
 	ExpirationDays *int `json:"expiration_days,omitempty"`
@@ -156,6 +177,13 @@ func (c *Client) Info(ctx context.Context, code string) (Info, error) {
 func (c *Client) Mine(ctx context.Context, query url.Values) (List, error) {
 	var out List
 	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/links/?" + query.Encode()}, &out)
+	return out, err
+}
+
+// Dashboard returns the caller's summary.
+func (c *Client) Dashboard(ctx context.Context) (Dashboard, error) {
+	var out Dashboard
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/links/dashboard"}, &out)
 	return out, err
 }
 

@@ -23,7 +23,7 @@ type route struct {
 func (h *handlers) protectedRoutes() []route {
 	const user, mod, super = auth.RoleUser, auth.RoleModerator, auth.RoleSuperAdmin
 	return []route{
-		{"GET", "/user/dashboard", user, nil},
+		{"GET", "/user/dashboard", user, h.dashboard},
 		{"GET", "/user/links", user, h.myLinks},
 		{"GET", "/user/links/:code/analytics", user, nil},
 		{"POST", "/user/links/:code/renew", user, h.renewLink},
@@ -95,6 +95,14 @@ func (h *handlers) myLinks(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(list, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h *handlers) dashboard(c *fiber.Ctx) error {
+	d, err := h.Links.Dashboard(c.UserContext())
+	if err != nil {
+		return err
+	}
+	return c.JSON(d, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
 func (h *handlers) renewLink(c *fiber.Ctx) error {

@@ -30,6 +30,7 @@ type Links interface {
 	Mine(ctx context.Context, query url.Values) (link.List, error)
 	Renew(ctx context.Context, code string, req link.RenewRequest) (link.Link, error)
 	Delete(ctx context.Context, code string) error
+	Dashboard(ctx context.Context) (link.Dashboard, error)
 }
 
 // Auth is what the routes ask of the auth service; *auth.Client satisfies it.

@@ -18,6 +18,7 @@ func Register(app *fiber.App, keys *identity.Keys, svc *links.Service) {
 	g := app.Group("/internal/links", identity.Require(keys))
 	g.Post("/", h.create)
 	g.Get("/", h.mine)
+	g.Get("/dashboard", h.dashboard)
 	g.Get("/:code/resolve", h.resolve)
 	g.Get("/:code/info", h.info)
 	g.Post("/:code/renew", h.renew)
@@ -83,4 +84,12 @@ func (h handlers) delete(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"status": "deleted"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) dashboard(c *fiber.Ctx) error {
+	d, err := h.svc.Dashboard(c.UserContext(), identity.CallerOf(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(d, fiber.MIMEApplicationJSONCharsetUTF8)
 }

@@ -2,9 +2,10 @@ package links
 
 import (
 	"crypto/rand"
-	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"math/big"
 	"strings"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
 )
 
 const (

@@ -73,6 +73,10 @@ type Store interface {
 	FindByCode(ctx context.Context, code string) (Link, error)
 	// List returns a page of q's links and how many match in all.
 	List(ctx context.Context, q ListQuery) ([]Link, int64, error)
+	// Count counts q's links (Skip and Limit unused).
+	Count(ctx context.Context, q ListQuery) (int64, error)
+	// Clicks sums the click counts of ownerID's live links.
+	Clicks(ctx context.Context, ownerID string) (int64, error)
 	// UpdateLive applies ch to the live link with code owned by ownerID; false when there is
 	// none (unknown, another owner's, or soft-deleted meanwhile).
 	UpdateLive(ctx context.Context, code, ownerID string, ch Change) (bool, error)

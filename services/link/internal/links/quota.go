@@ -12,6 +12,7 @@ import (
 type Quota interface {
 	Reserve(ctx context.Context, req quota.ReserveRequest) (quota.Reservation, error)
 	Release(ctx context.Context, req quota.ReleaseRequest) error
+	Usage(ctx context.Context, req quota.ReserveRequest) (quota.Reservation, error)
 }
 
 // unit is a taken quota unit; the zero unit took nothing.

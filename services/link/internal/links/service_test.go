@@ -68,6 +68,21 @@ func (s *fakeStore) UpdateLive(_ context.Context, code, owner string, ch Change)
 	return true, nil
 }
 
+func (s *fakeStore) Count(ctx context.Context, q ListQuery) (int64, error) {
+	_, n, err := s.List(ctx, q)
+	return n, err
+}
+
+func (s *fakeStore) Clicks(_ context.Context, owner string) (int64, error) {
+	var n int64
+	for _, l := range s.links {
+		if l.OwnerID == owner && l.DeletedAt == nil {
+			n += l.ClickCount
+		}
+	}
+	return n, s.failErr
+}
+
 type fakeCache struct {
 	entries     map[string]*link.Resolved // nil value = cached absence
 	invalidated []string
@@ -135,6 +150,10 @@ func (q *fakeQuota) Reserve(_ context.Context, req quota.ReserveRequest) (quota.
 	}
 	q.taken[req.Key]++
 	return quota.Reservation{Allowed: true, ID: fmt.Sprintf("u%d", len(q.reserved))}, nil
+}
+
+func (q *fakeQuota) Usage(_ context.Context, req quota.ReserveRequest) (quota.Reservation, error) {
+	return quota.Reservation{Limit: *req.Limit, Used: q.taken[req.Key], Remaining: *req.Limit - q.taken[req.Key], WindowSeconds: 30 * 86400}, q.fail
 }
 
 func (q *fakeQuota) Release(_ context.Context, req quota.ReleaseRequest) error {

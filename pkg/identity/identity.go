@@ -19,8 +19,16 @@ const (
 	audience = "linkmesh-internal"
 )
 
-// RoleAnonymous is the role of a caller without a session.
-const RoleAnonymous = "anonymous"
+// Roles a caller can have; RoleAnonymous is the role of a caller without a session.
+const (
+	RoleAnonymous  = "anonymous"
+	RoleUser       = "user"
+	RoleModerator  = "moderator"
+	RoleSuperAdmin = "super_admin"
+)
+
+// AtLeastModerator reports whether the caller may act as a moderator.
+func (c Caller) AtLeastModerator() bool { return c.Role == RoleModerator || c.Role == RoleSuperAdmin }
 
 // Caller is who the gateway says is calling.
 type Caller struct {
@@ -40,7 +48,7 @@ type Caller struct {
 // MaxUserAgent bounds the User-Agent carried in tokens and kept in audit records.
 const MaxUserAgent = 512
 
-var validRoles = map[string]bool{RoleAnonymous: true, "user": true, "moderator": true, "super_admin": true}
+var validRoles = map[string]bool{RoleAnonymous: true, RoleUser: true, RoleModerator: true, RoleSuperAdmin: true}
 
 // Anonymous is the caller without a session.
 var Anonymous = Caller{Role: RoleAnonymous}

@@ -141,6 +141,12 @@ type DashboardQuota struct {
 	ResetsAt   *time.Time `json:"resets_at"`
 }
 
+// AutoRenewRequest switches a link's auto-renewal (moderators, on approving a permanent
+// request).
+type AutoRenewRequest struct {
+	AutoRenew bool `json:"auto_renew"`
+}
+
 // RenewRequest is the body of a renewal; days default to 30.
 type RenewRequest struct {
 	ExpirationDays *int `json:"expiration_days,omitempty"`
@@ -185,6 +191,22 @@ func (c *Client) Dashboard(ctx context.Context) (Dashboard, error) {
 	var out Dashboard
 	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/links/dashboard"}, &out)
 	return out, err
+}
+
+// Owned returns the caller's live link code in the owner's view; another owner's is a 404.
+func (c *Client) Owned(ctx context.Context, code string) (Link, error) {
+	var out LinkResponse
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/links/" + url.PathEscape(code) + "/owned"}, &out)
+	return out.Link, err
+}
+
+// SetAutoRenew switches the auto-renewal of link code; moderators only. Setting the same
+// value again changes nothing, so it is retried.
+func (c *Client) SetAutoRenew(ctx context.Context, code string, on bool) (Link, error) {
+	var out LinkResponse
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPut, Path: "/internal/links/" + url.PathEscape(code) + "/auto-renew",
+		Body: AutoRenewRequest{AutoRenew: on}}, &out)
+	return out.Link, err
 }
 
 // Renew pushes the expiry of the caller's link code forward.

@@ -22,6 +22,8 @@ func Register(app *fiber.App, keys *identity.Keys, svc *links.Service) {
 	g.Get("/:code/resolve", h.resolve)
 	g.Get("/:code/info", h.info)
 	g.Post("/:code/renew", h.renew)
+	g.Get("/:code/owned", h.owned)
+	g.Put("/:code/auto-renew", h.autoRenew)
 	g.Delete("/:code", h.delete)
 }
 
@@ -92,4 +94,24 @@ func (h handlers) dashboard(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(d, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) owned(c *fiber.Ctx) error {
+	l, err := h.svc.Owned(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("code")))
+	if err != nil {
+		return err
+	}
+	return c.JSON(link.LinkResponse{Link: l}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) autoRenew(c *fiber.Ctx) error {
+	var req link.AutoRenewRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	l, err := h.svc.SetAutoRenew(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("code")), req.AutoRenew)
+	if err != nil {
+		return err
+	}
+	return c.JSON(link.LinkResponse{Link: l}, fiber.MIMEApplicationJSONCharsetUTF8)
 }

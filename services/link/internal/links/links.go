@@ -73,6 +73,8 @@ type Store interface {
 	FindByCode(ctx context.Context, code string) (Link, error)
 	// List returns a page of q's links and how many match in all.
 	List(ctx context.Context, q ListQuery) ([]Link, int64, error)
+	// Update applies ch to the link with code; ErrNotFound if none.
+	Update(ctx context.Context, code string, ch Change) error
 	// Count counts q's links (Skip and Limit unused).
 	Count(ctx context.Context, q ListQuery) (int64, error)
 	// Clicks sums the click counts of ownerID's live links.

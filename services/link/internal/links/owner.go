@@ -85,6 +85,35 @@ func (s *Service) Delete(ctx context.Context, caller identity.Caller, code strin
 	return s.change(ctx, caller, code, Change{DeletedAt: &at})
 }
 
+// Owned is caller's live link code in the owner's view.
+func (s *Service) Owned(ctx context.Context, caller identity.Caller, code string) (link.Link, error) {
+	l, err := s.owned(ctx, caller, code)
+	if err != nil {
+		return link.Link{}, err
+	}
+	v := s.view(l)
+	v.OwnerID = ""
+	return v, nil
+}
+
+// SetAutoRenew switches the auto-renewal of the live link code: a moderator's action (the
+// approval of a permanent request). The change reaches every cache within a second.
+func (s *Service) SetAutoRenew(ctx context.Context, caller identity.Caller, code string, on bool) (link.Link, error) {
+	if !caller.AtLeastModerator() {
+		return link.Link{}, errs.Forbidden("moderator role required")
+	}
+	l, err := s.find(ctx, code)
+	if err != nil {
+		return link.Link{}, err
+	}
+	if err := s.store.Update(ctx, code, Change{AutoRenew: &on}); err != nil {
+		return link.Link{}, err
+	}
+	s.cache.Invalidate(ctx, code)
+	l.AutoRenew = on
+	return s.view(l), nil
+}
+
 // owned is the one ownership check: caller's live link code, or 404 for any other (unknown,
 // deleted, or another owner's: no existence oracle).
 func (s *Service) owned(ctx context.Context, caller identity.Caller, code string) (Link, error) {

@@ -62,3 +62,29 @@ func TestOwnerRules(t *testing.T) {
 	_, err = s.Mine(ctx, anon, get(nil))
 	wantErr(t, err, errs.KindUnauthenticated, "authentication required")
 }
+
+func TestOwnedAndAutoRenew(t *testing.T) {
+	s, st, c := newService()
+	ctx := context.Background()
+	st.links["mine"] = Link{ShortCode: "mine", OwnerID: "u1", Status: link.StatusActive, ExpiresAt: now.Add(-time.Hour)}
+	if l, err := s.Owned(ctx, user, "mine"); err != nil || l.ShortCode != "mine" || !l.Expired || l.OwnerID != "" {
+		t.Fatalf("owned: %+v %v", l, err)
+	}
+	_, err := s.Owned(ctx, identity.Caller{UserID: "u2", Role: "user"}, "mine")
+	wantErr(t, err, errs.KindNotFound, link.MsgNotFound)
+
+	_, err = s.SetAutoRenew(ctx, user, "mine", true)
+	wantErr(t, err, errs.KindForbidden, "moderator role required")
+	mod := identity.Caller{UserID: "m1", Role: identity.RoleModerator}
+	for range 2 { // idempotent
+		l, err := s.SetAutoRenew(ctx, mod, "mine", true)
+		if err != nil || !l.AutoRenew || l.Expired || !st.links["mine"].AutoRenew || l.OwnerID != "u1" {
+			t.Fatalf("auto-renew: %+v %v", l, err)
+		}
+	}
+	if len(c.invalidated) != 2 {
+		t.Fatalf("every switch drops the cached copies: %v", c.invalidated)
+	}
+	_, err = s.SetAutoRenew(ctx, mod, "nope", true)
+	wantErr(t, err, errs.KindNotFound, link.MsgNotFound)
+}

@@ -68,6 +68,18 @@ func (s *fakeStore) UpdateLive(_ context.Context, code, owner string, ch Change)
 	return true, nil
 }
 
+func (s *fakeStore) Update(_ context.Context, code string, ch Change) error {
+	l, ok := s.links[code]
+	if !ok {
+		return ErrNotFound
+	}
+	if ch.AutoRenew != nil {
+		l.AutoRenew = *ch.AutoRenew
+	}
+	s.links[code] = l
+	return s.failErr
+}
+
 func (s *fakeStore) Count(ctx context.Context, q ListQuery) (int64, error) {
 	_, n, err := s.List(ctx, q)
 	return n, err

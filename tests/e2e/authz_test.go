@@ -21,7 +21,7 @@ var protectedRoutes = []protectedRoute{
 	{"GET", "/api/user/links", "", "user", 200},
 	{"GET", "/api/user/links/abc1234/analytics", "", "user", 0},
 	{"POST", "/api/user/links/abc1234/renew", "{}", "user", 404}, // nobody's link: 404, no oracle
-	{"POST", "/api/user/links/abc1234/request-permanent", "{}", "user", 0},
+	{"POST", "/api/user/links/abc1234/request-permanent", "{}", "user", 404},
 	{"DELETE", "/api/user/links/abc1234", "", "user", 404},
 	{"GET", "/api/admin/overview", "", "moderator", 0},
 	{"GET", "/api/admin/users", "", "moderator", 0},
@@ -35,8 +35,8 @@ var protectedRoutes = []protectedRoute{
 	{"DELETE", "/api/admin/links/abc1234", "", "moderator", 0},
 	{"GET", "/api/admin/reports", "", "moderator", 0},
 	{"POST", "/api/admin/reports/r1/resolve", `{"action":"dismiss"}`, "moderator", 0},
-	{"GET", "/api/admin/permanent-requests", "", "moderator", 0},
-	{"POST", "/api/admin/permanent-requests/p1/resolve", `{"action":"reject"}`, "moderator", 0},
+	{"GET", "/api/admin/permanent-requests", "", "moderator", 200},
+	{"POST", "/api/admin/permanent-requests/p1/resolve", `{"action":"reject"}`, "moderator", 404},
 	{"GET", "/api/admin/login-records", "", "super_admin", 200},
 	{"GET", "/api/admin/audit-log", "", "super_admin", 0},
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/captcha"
@@ -39,14 +40,15 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		clientip.NewKeyer(cfg.IdentitySecret.Reveal()), cfg.CookieSecure)
 	transport := otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(env.TracerProvider))
 	gwhttp.Register(env.Server.App(), gwhttp.Deps{
-		Links:    links,
-		Auth:     authClient,
-		Gate:     gate,
-		BaseURL:  cfg.BaseURL,
-		Captcha:  captcha.New(cfg.CaptchaVerifyURL, cfg.CaptchaSecret.Reveal(), transport),
-		Redirect: redirect.NewHandler(cache),
-		Health:   map[string]gwhttp.Probe{pkgconfig.Auth: authHTTP.Ready, pkgconfig.Link: linkHTTP.Ready},
-		Logger:   env.Logger,
+		Links:      links,
+		Auth:       authClient,
+		Moderation: moderation.New(env.Peer(pkgconfig.Moderation, cfg.ModerationURL, 0)),
+		Gate:       gate,
+		BaseURL:    cfg.BaseURL,
+		Captcha:    captcha.New(cfg.CaptchaVerifyURL, cfg.CaptchaSecret.Reveal(), transport),
+		Redirect:   redirect.NewHandler(cache),
+		Health:     map[string]gwhttp.Probe{pkgconfig.Auth: authHTTP.Ready, pkgconfig.Link: linkHTTP.Ready},
+		Logger:     env.Logger,
 	})
 	return service.Parts{Close: cancelSub}, nil
 }

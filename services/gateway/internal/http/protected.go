@@ -7,6 +7,7 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/server"
 )
@@ -27,7 +28,7 @@ func (h *handlers) protectedRoutes() []route {
 		{"GET", "/user/links", user, h.myLinks},
 		{"GET", "/user/links/:code/analytics", user, nil},
 		{"POST", "/user/links/:code/renew", user, h.renewLink},
-		{"POST", "/user/links/:code/request-permanent", user, nil},
+		{"POST", "/user/links/:code/request-permanent", user, h.requestPermanent},
 		{"DELETE", "/user/links/:code", user, h.deleteLink},
 
 		{"GET", "/admin/overview", mod, nil},
@@ -42,8 +43,8 @@ func (h *handlers) protectedRoutes() []route {
 		{"DELETE", "/admin/links/:code", mod, nil},
 		{"GET", "/admin/reports", mod, nil},
 		{"POST", "/admin/reports/:id/resolve", mod, nil},
-		{"GET", "/admin/permanent-requests", mod, nil},
-		{"POST", "/admin/permanent-requests/:id/resolve", mod, nil},
+		{"GET", "/admin/permanent-requests", mod, h.permanentRequests},
+		{"POST", "/admin/permanent-requests/:id/resolve", mod, h.resolvePermanent},
 		{"GET", "/admin/login-records", super, h.loginRecords},
 		{"GET", "/admin/audit-log", super, nil},
 	}
@@ -122,6 +123,38 @@ func (h *handlers) deleteLink(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"status": "deleted"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h *handlers) requestPermanent(c *fiber.Ctx) error {
+	var body moderation.PermanentRequestBody
+	if err := server.DecodeOptionalJSON(c, &body); err != nil {
+		return err
+	}
+	r, err := h.Moderation.RequestPermanent(c.UserContext(), c.Params("code"), body)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(moderation.RequestResponse{Request: r}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h *handlers) permanentRequests(c *fiber.Ctx) error {
+	list, err := h.Moderation.PermanentRequests(c.UserContext(), passQuery(c, moderation.ListParams()...))
+	if err != nil {
+		return err
+	}
+	return c.JSON(list, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h *handlers) resolvePermanent(c *fiber.Ctx) error {
+	var req moderation.ResolveRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	r, err := h.Moderation.ResolvePermanent(c.UserContext(), c.Params("id"), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(moderation.RequestResponse{Request: r}, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
 // passQuery copies the named query parameters a route forwards; others are dropped.

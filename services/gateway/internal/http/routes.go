@@ -14,6 +14,7 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/redirect"
@@ -44,6 +45,14 @@ type Auth interface {
 	LoginRecords(ctx context.Context, query url.Values) (auth.LoginRecords, error)
 }
 
+// Moderation is what the routes ask of the moderation service; *moderation.Client
+// satisfies it.
+type Moderation interface {
+	RequestPermanent(ctx context.Context, code string, body moderation.PermanentRequestBody) (moderation.PermanentRequest, error)
+	PermanentRequests(ctx context.Context, query url.Values) (moderation.RequestList, error)
+	ResolvePermanent(ctx context.Context, id string, req moderation.ResolveRequest) (moderation.PermanentRequest, error)
+}
+
 // Captcha verifies a captcha token; *captcha.Verifier satisfies it.
 type Captcha interface {
 	Verify(ctx context.Context, token *string) error
@@ -56,10 +65,11 @@ func (noCaptcha) Verify(context.Context, *string) error { return nil }
 
 // Deps are the collaborators of the routes.
 type Deps struct {
-	Links   Links
-	Auth    Auth
-	Gate    *session.Gate
-	Captcha Captcha
+	Links      Links
+	Auth       Auth
+	Moderation Moderation
+	Gate       *session.Gate
+	Captcha    Captcha
 	// BaseURL is our own origin: the only one that may send browser writes that carry a
 	// session or start one.
 	BaseURL  string

@@ -1,11 +1,12 @@
-// Command moderation runs the moderation service: abuse reports, permanent-link requests and
-// the audit log. It owns its MongoDB database and, until its routes are built, serves only
-// its health probes.
+// Command moderation runs the moderation service: the permanent-link request queue and the
+// audit trail of moderators' actions (reports arrive with the moderation features).
 package main
 
 import (
-	"github.com/linkmesh/linkmesh/pkg/config"
+	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/service"
+	"github.com/linkmesh/linkmesh/services/moderation/internal/app"
+	"github.com/linkmesh/linkmesh/services/moderation/internal/config"
 )
 
-func main() { service.Main(service.Spec{Name: config.Moderation, Config: &service.Datastore{}}) }
+func main() { service.Main(service.For(pkgconfig.Moderation, &config.Config{}, app.Wire)) }

@@ -1,0 +1,92 @@
+// Package moderation is the typed client of the moderation service: the permanent-link
+// request queue (and, as they arrive, reports and the audit log).
+package moderation
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/httpclient"
+)
+
+// Statuses of a permanent request.
+const (
+	StatusPending  = "pending"
+	StatusApproved = "approved"
+	StatusRejected = "rejected"
+)
+
+// Actions a moderator resolves a permanent request with.
+const (
+	ActionApprove = "approve"
+	ActionReject  = "reject"
+)
+
+// PermanentRequest is a user's request that a link renew itself for good.
+type PermanentRequest struct {
+	ID             string     `json:"id"`
+	ShortCode      string     `json:"short_code"`
+	Status         string     `json:"status"`
+	Reason         string     `json:"reason"`
+	CreatedAt      time.Time  `json:"created_at"`
+	ResolvedAt     *time.Time `json:"resolved_at,omitempty"`
+	ResolvedBy     string     `json:"resolved_by,omitempty"`
+	ResolutionNote string     `json:"resolution_note,omitempty"`
+}
+
+// PermanentRequestBody is the body of POST /api/user/links/{code}/request-permanent.
+type PermanentRequestBody struct {
+	Reason *string `json:"reason"`
+}
+
+// RequestResponse wraps one request.
+type RequestResponse struct {
+	Request PermanentRequest `json:"request"`
+}
+
+// RequestList is a page of requests, newest first.
+type RequestList struct {
+	Requests []PermanentRequest `json:"requests"`
+	Page     int                `json:"page"`
+	PageSize int                `json:"page_size"`
+	Total    int64              `json:"total"`
+}
+
+// ListParams are the query parameters of the moderators' list.
+func ListParams() []string { return []string{"status", "page", "page_size"} }
+
+// ResolveRequest is the body of a resolution.
+type ResolveRequest struct {
+	Action string  `json:"action"`
+	Note   *string `json:"note"`
+}
+
+// Client calls the moderation service.
+type Client struct{ hc *httpclient.Client }
+
+// New wraps an HTTP client pointed at the moderation service.
+func New(hc *httpclient.Client) *Client { return &Client{hc: hc} }
+
+// RequestPermanent files the caller's request for their link code.
+func (c *Client) RequestPermanent(ctx context.Context, code string, body PermanentRequestBody) (PermanentRequest, error) {
+	var out RequestResponse
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/moderation/links/" + url.PathEscape(code) + "/permanent-requests", Body: body}, &out)
+	return out.Request, err
+}
+
+// PermanentRequests lists requests for a moderator; query holds ListParams.
+func (c *Client) PermanentRequests(ctx context.Context, query url.Values) (RequestList, error) {
+	var out RequestList
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/moderation/permanent-requests?" + query.Encode()}, &out)
+	return out, err
+}
+
+// ResolvePermanent approves or rejects request id. Resolving again with the same action
+// finishes what a failed attempt left, so it may be retried.
+func (c *Client) ResolvePermanent(ctx context.Context, id string, req ResolveRequest) (PermanentRequest, error) {
+	var out RequestResponse
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/moderation/permanent-requests/" + url.PathEscape(id) + "/resolve", Body: req}, &out)
+	return out.Request, err
+}

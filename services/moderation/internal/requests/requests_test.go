@@ -1,0 +1,183 @@
+package requests
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+)
+
+type fakeStore struct {
+	reqs      map[string]Request
+	audit     map[string]AuditEntry
+	auditErr  error
+	finishErr error
+}
+
+func (s *fakeStore) InsertRequest(_ context.Context, r Request) error {
+	for _, o := range s.reqs {
+		if o.ShortCode == r.ShortCode && o.Status == StatusPending {
+			return ErrPending
+		}
+	}
+	s.reqs[r.ID] = r
+	return nil
+}
+
+func (s *fakeStore) Request(_ context.Context, id string) (Request, error) {
+	r, ok := s.reqs[id]
+	if !ok {
+		return Request{}, ErrNotFound
+	}
+	return r, nil
+}
+
+func (s *fakeStore) Requests(context.Context, string, int64, int64) ([]Request, int64, error) {
+	return nil, 0, nil
+}
+
+func (s *fakeStore) Claim(_ context.Context, id, action, _ string, _, _ time.Time) (bool, error) {
+	r := s.reqs[id]
+	if r.Status != StatusPending || (r.ClaimAction != "" && r.ClaimAction != action) {
+		return false, nil
+	}
+	r.ClaimAction = action
+	s.reqs[id] = r
+	return true, nil
+}
+
+func (s *fakeStore) Finish(_ context.Context, id, action, status, by, note string, at time.Time) (bool, error) {
+	if s.finishErr != nil {
+		return false, s.finishErr
+	}
+	r := s.reqs[id]
+	if r.Status != StatusPending || r.ClaimAction != action {
+		return false, nil
+	}
+	r.Status, r.ResolvedBy, r.ResolutionNote, r.ResolvedAt, r.ClaimAction = status, by, note, &at, ""
+	s.reqs[id] = r
+	return true, nil
+}
+
+func (s *fakeStore) InsertAudit(_ context.Context, e AuditEntry) error {
+	if s.auditErr != nil {
+		return s.auditErr
+	}
+	s.audit[e.ID] = e
+	return nil
+}
+
+type fakeLinks struct {
+	owned     map[string]bool // code → auto_renew, for the caller's own links
+	autoRenew map[string]bool
+}
+
+func (l *fakeLinks) Owned(_ context.Context, code string) (link.Link, error) {
+	on, ok := l.owned[code]
+	if !ok {
+		return link.Link{}, errs.NotFound(link.MsgNotFound)
+	}
+	return link.Link{ShortCode: code, AutoRenew: on}, nil
+}
+
+func (l *fakeLinks) SetAutoRenew(_ context.Context, code string, on bool) (link.Link, error) {
+	l.autoRenew[code] = on
+	return link.Link{ShortCode: code, AutoRenew: on}, nil
+}
+
+var (
+	owner = identity.Caller{UserID: "u1", Role: identity.RoleUser, IPHash: "ip-u1"}
+	mod   = identity.Caller{UserID: "m1", Role: identity.RoleModerator, IPHash: "ip-m1", UserAgent: "ua"}
+)
+
+func newService() (*Service, *fakeStore, *fakeLinks) {
+	st := &fakeStore{reqs: map[string]Request{}, audit: map[string]AuditEntry{}}
+	l := &fakeLinks{owned: map[string]bool{"mine": false, "forever": true}, autoRenew: map[string]bool{}}
+	n := 0
+	return NewService(st, l, func() string { n++; return "r" + string(rune('0'+n)) }), st, l
+}
+
+func wantErr(t *testing.T, err error, kind errs.Kind, msg string) {
+	t.Helper()
+	if e, ok := errs.As(err); !ok || e.Kind != kind || e.Message != msg {
+		t.Fatalf("got %v, want kind %d %q", err, kind, msg)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestFile(t *testing.T) {
+	s, _, _ := newService()
+	ctx := context.Background()
+	r, err := s.File(ctx, owner, "mine", moderation.PermanentRequestBody{Reason: ptr("docs link")})
+	if err != nil || r.Status != StatusPending || r.ShortCode != "mine" || r.Reason != "docs link" || r.ID == "" {
+		t.Fatalf("file: %+v %v", r, err)
+	}
+	_, err = s.File(ctx, owner, "mine", moderation.PermanentRequestBody{})
+	wantErr(t, err, errs.KindConflict, "a permanent request for this link is pending")
+	_, err = s.File(ctx, owner, "forever", moderation.PermanentRequestBody{})
+	wantErr(t, err, errs.KindConflict, "link already auto-renews")
+	_, err = s.File(ctx, owner, "theirs", moderation.PermanentRequestBody{})
+	wantErr(t, err, errs.KindNotFound, link.MsgNotFound)
+	long := make([]rune, MaxTextLength+1)
+	for i := range long {
+		long[i] = 'x'
+	}
+	_, err = s.File(ctx, owner, "mine", moderation.PermanentRequestBody{Reason: ptr(string(long))})
+	wantErr(t, err, errs.KindInvalid, "reason must be valid text of at most 2000 characters")
+}
+
+func TestResolve(t *testing.T) {
+	s, st, l := newService()
+	ctx := context.Background()
+	r, _ := s.File(ctx, owner, "mine", moderation.PermanentRequestBody{})
+
+	_, err := s.Resolve(ctx, owner, r.ID, moderation.ResolveRequest{Action: "approve"})
+	wantErr(t, err, errs.KindForbidden, "moderator role required")
+	_, err = s.Resolve(ctx, mod, r.ID, moderation.ResolveRequest{Action: "maybe"})
+	wantErr(t, err, errs.KindInvalid, "action must be approve or reject")
+	_, err = s.Resolve(ctx, mod, "nope", moderation.ResolveRequest{Action: "approve"})
+	wantErr(t, err, errs.KindNotFound, "permanent request not found")
+
+	// A failed audit write undoes the approval and leaves the request pending.
+	st.auditErr = errors.New("audit store down")
+	if _, err := s.Resolve(ctx, mod, r.ID, moderation.ResolveRequest{Action: "approve"}); err == nil {
+		t.Fatal("an approval without its audit entry succeeded")
+	}
+	if l.autoRenew["mine"] || st.reqs[r.ID].Status != StatusPending {
+		t.Fatalf("after a failed audit write: auto_renew %v, status %s", l.autoRenew["mine"], st.reqs[r.ID].Status)
+	}
+	st.auditErr = nil
+	// A crash before the last step: the request stays pending and claimed for approval, so
+	// a rejection is refused and the same action finishes it.
+	st.finishErr = errors.New("store down")
+	if _, err := s.Resolve(ctx, mod, r.ID, moderation.ResolveRequest{Action: "approve"}); err == nil {
+		t.Fatal("a failed last step succeeded")
+	}
+	st.finishErr = nil
+	_, err = s.Resolve(ctx, mod, r.ID, moderation.ResolveRequest{Action: "reject"})
+	wantErr(t, err, errs.KindConflict, "permanent request is being resolved")
+	got, err := s.Resolve(ctx, mod, r.ID, moderation.ResolveRequest{Action: "approve", Note: ptr("ok")})
+	if err != nil || got.Status != StatusApproved || got.ResolvedBy != "m1" || got.ResolutionNote != "ok" || !l.autoRenew["mine"] {
+		t.Fatalf("approve: %+v %v (auto_renew %v)", got, err, l.autoRenew["mine"])
+	}
+	e := st.audit["permanent_request:"+r.ID]
+	if e.ActorID != "m1" || e.Action != "permanent_request.approve" || e.TargetType != "permanent_request" || e.TargetID != r.ID ||
+		e.IPHash != "ip-m1" || e.UserAgent != "ua" || e.Detail["short_code"] != "mine" {
+		t.Fatalf("audit entry %+v", e)
+	}
+	_, err = s.Resolve(ctx, mod, r.ID, moderation.ResolveRequest{Action: "approve"})
+	wantErr(t, err, errs.KindConflict, "permanent request already resolved")
+
+	// A rejection leaves the link as it is.
+	l.owned["other"] = false
+	r2, _ := s.File(ctx, owner, "other", moderation.PermanentRequestBody{})
+	if got, err := s.Resolve(ctx, mod, r2.ID, moderation.ResolveRequest{Action: "reject"}); err != nil || got.Status != StatusRejected || l.autoRenew["other"] {
+		t.Fatalf("reject: %+v %v", got, err)
+	}
+}

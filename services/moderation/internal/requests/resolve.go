@@ -1,0 +1,97 @@
+package requests
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+)
+
+// Resolve approves or rejects request id, as idempotent steps that heal on retry, without
+// transactions:
+//
+//  1. claim the pending request for the action (a conditional update; another action is
+//     refused while the claim is fresh);
+//  2. approve only: the link service sets the link's auto_renew (idempotent);
+//  3. write the audit entry, keyed by the request, so a repeat writes nothing new;
+//  4. mark the request resolved (conditional on the claim).
+//
+// A crash between steps leaves the request pending and claimed; resolving it again with the
+// same action finishes the remaining steps, so no request ends approved with a link that does
+// not auto-renew. An approval whose audit entry cannot be written is undone.
+func (s *Service) Resolve(ctx context.Context, caller identity.Caller, id string, req moderation.ResolveRequest) (moderation.PermanentRequest, error) {
+	if !caller.AtLeastModerator() {
+		return moderation.PermanentRequest{}, errs.Forbidden("moderator role required")
+	}
+	final := map[string]string{moderation.ActionApprove: StatusApproved, moderation.ActionReject: StatusRejected}[req.Action]
+	if final == "" {
+		return moderation.PermanentRequest{}, errs.Invalid("action must be approve or reject")
+	}
+	var note string
+	if req.Note != nil {
+		note = *req.Note
+	}
+	if err := checkText("note", note); err != nil {
+		return moderation.PermanentRequest{}, err
+	}
+	r, err := s.claim(ctx, caller, id, req.Action)
+	if err != nil {
+		return moderation.PermanentRequest{}, err
+	}
+	if req.Action == moderation.ActionApprove {
+		if _, err := s.links.SetAutoRenew(ctx, r.ShortCode, true); err != nil {
+			return moderation.PermanentRequest{}, err
+		}
+	}
+	now := s.now().UTC().Truncate(time.Millisecond)
+	entry := AuditEntry{ID: "permanent_request:" + r.ID, ActorID: caller.UserID, Action: "permanent_request." + req.Action,
+		TargetType: "permanent_request", TargetID: r.ID, Detail: map[string]any{"short_code": r.ShortCode, "note": note},
+		IPHash: caller.IPHash, UserAgent: caller.UserAgent, CreatedAt: now}
+	if err := s.store.InsertAudit(ctx, entry); err != nil {
+		if req.Action == moderation.ActionApprove {
+			if _, uerr := s.links.SetAutoRenew(context.WithoutCancel(ctx), r.ShortCode, false); uerr != nil {
+				err = errors.Join(err, uerr)
+			}
+		}
+		return moderation.PermanentRequest{}, err
+	}
+	finished, err := s.store.Finish(ctx, r.ID, req.Action, final, caller.UserID, note, now)
+	if err != nil {
+		return moderation.PermanentRequest{}, err
+	}
+	if !finished { // a concurrent resolution with the same action got there first
+		return moderation.PermanentRequest{}, errs.E(errs.KindConflict, "permanent request already resolved")
+	}
+	r.Status, r.ResolvedAt, r.ResolvedBy, r.ResolutionNote = final, &now, caller.UserID, note
+	return view(r), nil
+}
+
+// claim takes request id for action, or says why not: 404 unknown, 409 resolved, 409 being
+// resolved the other way.
+func (s *Service) claim(ctx context.Context, caller identity.Caller, id, action string) (Request, error) {
+	r, err := s.store.Request(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Request{}, errs.NotFound("permanent request not found")
+	}
+	if err != nil {
+		return Request{}, err
+	}
+	if r.Status != StatusPending {
+		return Request{}, errs.E(errs.KindConflict, "permanent request already resolved")
+	}
+	now := s.now().UTC()
+	ok, err := s.store.Claim(ctx, id, action, caller.UserID, now, now.Add(-claimLease))
+	if err != nil {
+		return Request{}, err
+	}
+	if !ok {
+		if again, err := s.store.Request(ctx, id); err == nil && again.Status != StatusPending {
+			return Request{}, errs.E(errs.KindConflict, "permanent request already resolved")
+		}
+		return Request{}, errs.E(errs.KindConflict, "permanent request is being resolved")
+	}
+	return r, nil
+}

@@ -1,0 +1,186 @@
+// Package store is the moderation service's own MongoDB database: the permanent-request
+// queue and the audit log.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/linkmesh/linkmesh/pkg/mongodb"
+	"github.com/linkmesh/linkmesh/services/moderation/internal/requests"
+)
+
+const (
+	requestsCollection = "permanent_requests"
+	auditCollection    = "audit_log"
+)
+
+// Store is the moderation service's database.
+type Store struct {
+	requests, audit *mongo.Collection
+}
+
+// New returns a store over db after making sure its indexes exist. The unique
+// pending_for index is what keeps one pending request per link under any concurrency:
+// a pending request holds "link:<code>", a resolved one "done:<id>".
+func New(ctx context.Context, db *mongo.Database) (*Store, error) {
+	err := mongodb.EnsureIndexes(ctx, db,
+		mongodb.Index{Collection: requestsCollection, Model: mongo.IndexModel{
+			Keys: bson.D{{Key: "pending_for", Value: 1}}, Options: options.Index().SetUnique(true).SetName("one_pending_per_link"),
+		}},
+		mongodb.Index{Collection: requestsCollection, Model: mongo.IndexModel{
+			Keys:    bson.D{{Key: "status", Value: 1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: -1}},
+			Options: options.Index().SetName("status_created"),
+		}},
+		mongodb.Index{Collection: auditCollection, Model: mongo.IndexModel{
+			Keys: bson.D{{Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}, Options: options.Index().SetName("created"),
+		}},
+	)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{requests: db.Collection(requestsCollection), audit: db.Collection(auditCollection)}, nil
+}
+
+type claimDoc struct {
+	Action string    `bson:"action"`
+	By     string    `bson:"by"`
+	At     time.Time `bson:"at"`
+}
+
+type requestDoc struct {
+	ID             string     `bson:"_id"`
+	ShortCode      string     `bson:"short_code"`
+	OwnerID        string     `bson:"owner_id"`
+	Reason         string     `bson:"reason"`
+	Status         string     `bson:"status"`
+	PendingFor     string     `bson:"pending_for"`
+	CreatedAt      time.Time  `bson:"created_at"`
+	ResolvedAt     *time.Time `bson:"resolved_at,omitempty"`
+	ResolvedBy     string     `bson:"resolved_by,omitempty"`
+	ResolutionNote string     `bson:"resolution_note,omitempty"`
+	Claim          *claimDoc  `bson:"claim,omitempty"`
+}
+
+func fromRequestDoc(d requestDoc) requests.Request {
+	r := requests.Request{ID: d.ID, ShortCode: d.ShortCode, OwnerID: d.OwnerID, Reason: d.Reason, Status: d.Status,
+		CreatedAt: d.CreatedAt.UTC(), ResolvedAt: d.ResolvedAt, ResolvedBy: d.ResolvedBy, ResolutionNote: d.ResolutionNote}
+	if d.Claim != nil {
+		r.ClaimAction = d.Claim.Action
+	}
+	return r
+}
+
+// InsertRequest files a pending request; requests.ErrPending when its link has one.
+func (s *Store) InsertRequest(ctx context.Context, r requests.Request) error {
+	_, err := s.requests.InsertOne(ctx, requestDoc{ID: r.ID, ShortCode: r.ShortCode, OwnerID: r.OwnerID, Reason: r.Reason,
+		Status: r.Status, PendingFor: "link:" + r.ShortCode, CreatedAt: r.CreatedAt})
+	if mongo.IsDuplicateKeyError(err) {
+		return requests.ErrPending
+	}
+	if err != nil {
+		return fmt.Errorf("insert permanent request: %w", err)
+	}
+	return nil
+}
+
+// Request returns request id; requests.ErrNotFound if none.
+func (s *Store) Request(ctx context.Context, id string) (requests.Request, error) {
+	var d requestDoc
+	err := s.requests.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return requests.Request{}, requests.ErrNotFound
+	}
+	if err != nil {
+		return requests.Request{}, fmt.Errorf("find permanent request: %w", err)
+	}
+	return fromRequestDoc(d), nil
+}
+
+// Requests returns a page of requests in status ("" for all), newest first, and the total.
+func (s *Store) Requests(ctx context.Context, status string, skip, limit int64) ([]requests.Request, int64, error) {
+	filter := bson.D{}
+	if status != "" {
+		filter = bson.D{{Key: "status", Value: status}}
+	}
+	total, err := s.requests.CountDocuments(ctx, filter)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count permanent requests: %w", err)
+	}
+	cur, err := s.requests.Find(ctx, filter, options.Find().
+		SetSort(bson.D{{Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}).SetSkip(skip).SetLimit(limit))
+	if err != nil {
+		return nil, 0, fmt.Errorf("list permanent requests: %w", err)
+	}
+	var docs []requestDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, 0, fmt.Errorf("read permanent requests: %w", err)
+	}
+	out := make([]requests.Request, 0, len(docs))
+	for _, d := range docs {
+		out = append(out, fromRequestDoc(d))
+	}
+	return out, total, nil
+}
+
+// Claim marks pending request id as being resolved with action by, in one conditional
+// update: it succeeds when nobody claimed it, when the claim is for the same action (a retry
+// finishing what a failed attempt left), or when the claim is older than staleBefore (its
+// resolver died).
+func (s *Store) Claim(ctx context.Context, id, action, by string, now, staleBefore time.Time) (bool, error) {
+	filter := bson.D{{Key: "_id", Value: id}, {Key: "status", Value: requests.StatusPending}, {Key: "$or", Value: bson.A{
+		bson.D{{Key: "claim", Value: bson.D{{Key: "$exists", Value: false}}}},
+		bson.D{{Key: "claim.action", Value: action}},
+		bson.D{{Key: "claim.at", Value: bson.D{{Key: "$lt", Value: staleBefore}}}},
+	}}}
+	res, err := s.requests.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{
+		{Key: "claim", Value: claimDoc{Action: action, By: by, At: now}}}}})
+	if err != nil {
+		return false, fmt.Errorf("claim permanent request: %w", err)
+	}
+	return res.MatchedCount == 1, nil
+}
+
+// Finish resolves request id claimed for action: its final status, who, when, the note; the
+// link may then get a new pending request.
+func (s *Store) Finish(ctx context.Context, id, action, status, by, note string, at time.Time) (bool, error) {
+	filter := bson.D{{Key: "_id", Value: id}, {Key: "status", Value: requests.StatusPending}, {Key: "claim.action", Value: action}}
+	res, err := s.requests.UpdateOne(ctx, filter, bson.D{
+		{Key: "$set", Value: bson.D{{Key: "status", Value: status}, {Key: "resolved_at", Value: at}, {Key: "resolved_by", Value: by},
+			{Key: "resolution_note", Value: note}, {Key: "pending_for", Value: "done:" + id}}},
+		{Key: "$unset", Value: bson.D{{Key: "claim", Value: ""}}},
+	})
+	if err != nil {
+		return false, fmt.Errorf("finish permanent request: %w", err)
+	}
+	return res.MatchedCount == 1, nil
+}
+
+type auditDoc struct {
+	ID         string         `bson:"_id"`
+	ActorID    string         `bson:"actor_id"`
+	Action     string         `bson:"action"`
+	TargetType string         `bson:"target_type"`
+	TargetID   string         `bson:"target_id"`
+	Detail     map[string]any `bson:"detail"`
+	IPHash     string         `bson:"ip_hash"`
+	UserAgent  string         `bson:"user_agent"`
+	CreatedAt  time.Time      `bson:"created_at"`
+}
+
+// InsertAudit writes e once: writing an entry with the same id again is a no-op, so the
+// step of a retried action can be repeated.
+func (s *Store) InsertAudit(ctx context.Context, e requests.AuditEntry) error {
+	_, err := s.audit.InsertOne(ctx, auditDoc{ID: e.ID, ActorID: e.ActorID, Action: e.Action, TargetType: e.TargetType,
+		TargetID: e.TargetID, Detail: e.Detail, IPHash: e.IPHash, UserAgent: e.UserAgent, CreatedAt: e.CreatedAt})
+	if err != nil && !mongo.IsDuplicateKeyError(err) {
+		return fmt.Errorf("insert audit entry: %w", err)
+	}
+	return nil
+}

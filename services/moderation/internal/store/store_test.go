@@ -1,0 +1,91 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/testenv"
+	"github.com/linkmesh/linkmesh/services/moderation/internal/requests"
+)
+
+// Ten concurrent requests for one link on the real wire server: exactly one is pending.
+func TestOnePendingRequestPerLink(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(ctx, testenv.Mongo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	var wg sync.WaitGroup
+	results := make([]error, 10)
+	for i := range results {
+		wg.Go(func() {
+			results[i] = s.InsertRequest(ctx, requests.Request{ID: fmt.Sprintf("r%d", i), ShortCode: "abc1234", OwnerID: "u1",
+				Status: requests.StatusPending, CreatedAt: now})
+		})
+	}
+	wg.Wait()
+	won, refused := 0, 0
+	var winner string
+	for i, err := range results {
+		switch {
+		case err == nil:
+			won++
+			winner = fmt.Sprintf("r%d", i)
+		case errors.Is(err, requests.ErrPending):
+			refused++
+		default:
+			t.Fatalf("insert: %v", err)
+		}
+	}
+	if won != 1 || refused != 9 {
+		t.Fatalf("%d pending and %d refused; want exactly 1 and 9", won, refused)
+	}
+	list, total, err := s.Requests(ctx, requests.StatusPending, 0, 20)
+	if err != nil || total != 1 || list[0].ID != winner {
+		t.Fatalf("pending list %+v (%d), %v", list, total, err)
+	}
+
+	// Claims: one action at a time, the same action again (a retry), a stale claim taken over.
+	later := now.Add(time.Second)
+	if ok, err := s.Claim(ctx, winner, "approve", "m1", later, later.Add(-time.Minute)); err != nil || !ok {
+		t.Fatalf("first claim: %v %v", ok, err)
+	}
+	if ok, _ := s.Claim(ctx, winner, "reject", "m2", later, later.Add(-time.Minute)); ok {
+		t.Fatal("a fresh claim for another action was taken over")
+	}
+	if ok, _ := s.Claim(ctx, winner, "approve", "m2", later, later.Add(-time.Minute)); !ok {
+		t.Fatal("the same action could not resume the claim")
+	}
+	if ok, _ := s.Claim(ctx, winner, "reject", "m2", later.Add(2*time.Minute), later.Add(time.Minute)); !ok {
+		t.Fatal("a stale claim was not taken over")
+	}
+	if ok, err := s.Finish(ctx, winner, "approve", requests.StatusApproved, "m1", "", later); err != nil || ok {
+		t.Fatalf("finish under another action's claim: %v %v", ok, err)
+	}
+	if ok, err := s.Finish(ctx, winner, "reject", requests.StatusRejected, "m2", "no", later); err != nil || !ok {
+		t.Fatalf("finish: %v %v", ok, err)
+	}
+	got, err := s.Request(ctx, winner)
+	if err != nil || got.Status != requests.StatusRejected || got.ResolvedBy != "m2" || got.ResolutionNote != "no" || got.ClaimAction != "" {
+		t.Fatalf("resolved request %+v, %v", got, err)
+	}
+	// Once resolved, the link may have a new pending request.
+	if err := s.InsertRequest(ctx, requests.Request{ID: "again", ShortCode: "abc1234", Status: requests.StatusPending, CreatedAt: later}); err != nil {
+		t.Fatalf("a new request after the resolution: %v", err)
+	}
+	// Audit entries are written once per id.
+	e := requests.AuditEntry{ID: "permanent_request:" + winner, ActorID: "m2", Action: "permanent_request.reject", CreatedAt: later}
+	for range 2 {
+		if err := s.InsertAudit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.audit.CountDocuments(ctx, map[string]any{}); err != nil || n != 1 {
+		t.Fatalf("%d audit entries, %v; want 1", n, err)
+	}
+}

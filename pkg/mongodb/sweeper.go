@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// Sweeper deletes expired documents periodically. MongoDB's TTL indexes would do it, but
-// FerretDB has none, so the owning service sweeps. Every replica sweeps; deleting the same
-// documents twice is harmless.
+// Sweeper settles documents that fell due, periodically: it deletes expired ones (MongoDB's
+// TTL indexes would, but FerretDB has none, so the owning service sweeps) or pushes a date
+// forward. Every replica sweeps; settling the same documents twice is harmless.
 type Sweeper struct {
 	// What names the documents in log lines ("sessions").
 	What     string
 	Interval time.Duration
-	// Delete removes the documents expired at now and says how many it removed.
+	// Delete settles the documents due at now and says how many it changed.
 	Delete func(ctx context.Context, now time.Time) (int64, error)
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -42,6 +42,6 @@ func (s Sweeper) sweepOnce(ctx context.Context) {
 		return
 	}
 	if n > 0 {
-		s.Logger.InfoContext(ctx, "swept expired documents", "what", s.What, "deleted", n)
+		s.Logger.InfoContext(ctx, "swept", "what", s.What, "documents", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
+	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/link/internal/cache"
 	"github.com/linkmesh/linkmesh/services/link/internal/config"
@@ -37,5 +38,11 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		Quota: quota.New(env.Peer(pkgconfig.Quota, cfg.QuotaURL, 6*time.Second)), Logger: env.Logger,
 	})
 	linkhttp.Register(env.Server.App(), env.Keys, svc)
-	return service.Parts{}, nil
+	// An auto-renewing link never answers 410 (the rule reads auto_renew); its expires_at is
+	// also kept ahead of now, so what owners and the info route show stays true.
+	renew := mongodb.Sweeper{What: "auto-renewing links", Interval: 10 * time.Minute, Now: time.Now, Logger: env.Logger,
+		Delete: func(ctx context.Context, now time.Time) (int64, error) {
+			return st.ExtendAutoRenewing(ctx, now, 24*time.Hour, links.DefaultExpirationDays*24*time.Hour)
+		}}
+	return service.Parts{Workers: []func(context.Context){renew.Run}}, nil
 }

@@ -93,3 +93,37 @@ func TestListByOwner(t *testing.T) {
 		t.Fatalf("renewed expiry not stored: %v", got.ExpiresAt)
 	}
 }
+
+// The auto-renew sweep pushes the expiry of live auto-renewing links that are due, and only
+// theirs.
+func TestExtendAutoRenewing(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(ctx, testenv.Mongo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	deleted := now
+	for _, l := range []links.Link{
+		{ID: "1", ShortCode: "due0001", AutoRenew: true, ExpiresAt: now.Add(-time.Hour)},
+		{ID: "2", ShortCode: "soon001", AutoRenew: true, ExpiresAt: now.Add(time.Hour)},
+		{ID: "3", ShortCode: "far0001", AutoRenew: true, ExpiresAt: now.Add(72 * time.Hour)},
+		{ID: "4", ShortCode: "plain01", ExpiresAt: now.Add(-time.Hour)},
+		{ID: "5", ShortCode: "gone001", AutoRenew: true, ExpiresAt: now.Add(-time.Hour), DeletedAt: &deleted},
+	} {
+		l.Status, l.CreatedAt = link.StatusActive, now.Add(-time.Hour)
+		if err := s.Insert(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.ExtendAutoRenewing(ctx, now, 24*time.Hour, 30*24*time.Hour)
+	if err != nil || n != 2 {
+		t.Fatalf("extended %d, %v; want the 2 due", n, err)
+	}
+	for code, want := range map[string]time.Time{"due0001": now.AddDate(0, 0, 30), "soon001": now.AddDate(0, 0, 30),
+		"far0001": now.Add(72 * time.Hour), "plain01": now.Add(-time.Hour), "gone001": now.Add(-time.Hour)} {
+		if l, _ := s.FindByCode(ctx, code); !l.ExpiresAt.Equal(want) {
+			t.Errorf("%s expires %v, want %v", code, l.ExpiresAt, want)
+		}
+	}
+}

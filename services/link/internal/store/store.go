@@ -116,6 +116,18 @@ func (s *Store) update(ctx context.Context, filter bson.D, ch links.Change) (boo
 	return res.MatchedCount == 1, nil
 }
 
+// ExtendAutoRenewing pushes the expiry of every live auto-renewing link that would expire
+// within margin of now to now + extension, in one update of many documents; each is a plain
+// $set of one field, so it cannot lose a concurrent change of another field.
+func (s *Store) ExtendAutoRenewing(ctx context.Context, now time.Time, margin, extension time.Duration) (int64, error) {
+	filter := bson.D{{Key: "auto_renew", Value: 1}, live(), {Key: "expires_at", Value: bson.D{{Key: "$lt", Value: now.Add(margin)}}}}
+	res, err := s.links.UpdateMany(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "expires_at", Value: now.Add(extension).UTC()}}}})
+	if err != nil {
+		return 0, fmt.Errorf("extend auto-renewing links: %w", err)
+	}
+	return res.ModifiedCount, nil
+}
+
 // live matches links that are not soft-deleted.
 func live() bson.E { return bson.E{Key: "deleted_at", Value: bson.D{{Key: "$exists", Value: false}}} }
 

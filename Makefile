@@ -7,7 +7,7 @@ DATA     ?= $(CURDIR)/.linkmesh
 GO       ?= go
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build run test test-unit test-go test-isolated bench fmt lint tidy clean
+.PHONY: help deps build run test test-unit test-go test-isolated bench bench-owner fmt lint tidy clean
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -18,7 +18,7 @@ deps: ## Install what local runs and tests need (redis-server, PostgreSQL, wrk) 
 build: ## Build every service and the local tools into ./bin
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES); do $(GO) build -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
-	@cd tests && $(GO) build -o $(BIN)/devstack ./cmd/devstack && $(GO) build -o $(BIN)/benchredirect ./cmd/benchredirect
+	@cd tests && $(GO) build -o $(BIN)/devstack ./cmd/devstack && $(GO) build -o $(BIN)/benchredirect ./cmd/benchredirect && $(GO) build -o $(BIN)/benchowner ./cmd/benchowner
 
 run: deps build ## Run the whole system on this machine (gateway on :8080, embedded datastores in ./.linkmesh)
 	@$(BIN)/devstack run -data $(DATA) -bin $(BIN)
@@ -41,6 +41,9 @@ test-isolated: ## Check that every module builds and vets on its own (GOWORK=off
 bench: deps build ## Benchmark warm GET /{code} through the full stack against a bare Fiber 302
 	@cd services/gateway && $(GO) test -run NONE -bench Redirect -benchmem ./internal/redirect/
 	@$(BIN)/benchredirect -bin $(BIN)
+
+bench-owner: deps build ## Time an owner's list and dashboard with 20,000 links (p50 target 50 ms; slow on FerretDB today)
+	@$(BIN)/benchowner -bin $(BIN) -links 20000 -samples 20
 
 fmt: ## Format all Go code
 	@gofmt -w $(MODULES)

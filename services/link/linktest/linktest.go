@@ -8,12 +8,15 @@ package linktest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/services/link/internal/cache"
 	"github.com/linkmesh/linkmesh/services/link/internal/links"
 	"github.com/linkmesh/linkmesh/services/link/internal/store"
@@ -35,4 +38,31 @@ func Set(ctx context.Context, db *mongo.Database, rdb *redis.Client, code string
 	}
 	cache.New(rdb, slog.New(slog.NewTextHandler(io.Discard, nil))).Invalidate(ctx, code)
 	return nil
+}
+
+// Load stores n links of ownerID in db, created a second apart back from now, destinations
+// "https://93.184.216.34/load/<i>", for benchmarks of an owner with many links. It returns
+// their codes, newest first.
+func Load(ctx context.Context, db *mongo.Database, ownerID, prefix string, n int, now time.Time) ([]string, error) {
+	st, err := store.New(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	codes := make([]string, 0, n)
+	batch := make([]links.Link, 0, 500)
+	for i := range n {
+		code := fmt.Sprintf("%s%06d", prefix, i)
+		created := now.Add(-time.Duration(i) * time.Second).UTC().Truncate(time.Millisecond)
+		batch = append(batch, links.Link{ID: fmt.Sprintf("%s-%d", prefix, i), ShortCode: code, OwnerID: ownerID,
+			DestinationURL: fmt.Sprintf("https://93.184.216.34/load/%d", i), CreatedAt: created,
+			ExpiresAt: created.AddDate(0, 0, 30), Status: link.StatusActive})
+		codes = append(codes, code)
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := st.InsertMany(ctx, batch); err != nil {
+				return nil, err
+			}
+			batch = batch[:0]
+		}
+	}
+	return codes, nil
 }

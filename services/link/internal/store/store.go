@@ -64,6 +64,19 @@ func (s *Store) Insert(ctx context.Context, l links.Link) error {
 	return nil
 }
 
+// InsertMany stores links in one round trip per batch, for bulk loads; a taken code fails
+// the call.
+func (s *Store) InsertMany(ctx context.Context, ls []links.Link) error {
+	docs := make([]any, len(ls))
+	for i, l := range ls {
+		docs[i] = toDoc(l)
+	}
+	if _, err := s.links.InsertMany(ctx, docs); err != nil {
+		return fmt.Errorf("insert links: %w", err)
+	}
+	return nil
+}
+
 // FindByCode returns the link with code, soft-deleted included; links.ErrNotFound if none.
 func (s *Store) FindByCode(ctx context.Context, code string) (links.Link, error) {
 	var d doc

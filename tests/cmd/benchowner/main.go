@@ -1,0 +1,168 @@
+// Command benchowner measures an owner with many links through the full stack: p50 and p99
+// of GET /api/user/links (page 1, a page deep inside, with and without q) and of the
+// dashboard, each against its target. It exits with status 1, after printing every figure,
+// when a p50 misses its target.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/linkmesh/linkmesh/services/link/linktest"
+	"github.com/linkmesh/linkmesh/tests/internal/stack"
+)
+
+// maxP50 is the target of every figure: the median answer within 50 ms.
+const maxP50 = 50 * time.Millisecond
+
+func main() {
+	bin := flag.String("bin", "bin", "directory of the service binaries")
+	n := flag.Int("links", 20000, "links the owner has")
+	samples := flag.Int("samples", 100, "measured requests per figure (after 10 to warm up)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *bin, *n, *samples); err != nil {
+		fmt.Fprintln(os.Stderr, "benchowner:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, binDir string, n, samples int) error {
+	bin, err := filepath.Abs(binDir)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "linkmesh-benchowner-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ds, err := stack.StartDatastores(ctx, filepath.Join(dir, "data"), log)
+	if err != nil {
+		return err
+	}
+	defer ds.Stop()
+	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{BinDir: bin, MongoURI: ds.MongoURI, RedisURL: ds.RedisURL,
+		DatabasePrefix: "bench", LogDir: dir, Env: map[string]string{"LINKMESH_LOG_LEVEL": "warn"}})
+	if err != nil {
+		return err
+	}
+	defer svcs.Stop()
+
+	c := client{base: svcs.GatewayURL, hc: &http.Client{Timeout: 30 * time.Second}}
+	if err := c.register(); err != nil {
+		return err
+	}
+	mc, err := mongo.Connect(options.Client().ApplyURI(ds.MongoURI))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = mc.Disconnect(context.Background()) }()
+	start := time.Now()
+	if _, err := linktest.Load(ctx, mc.Database("bench_link"), c.userID, "bn", n, time.Now()); err != nil {
+		return fmt.Errorf("load links: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "loaded %d links in %s\n", n, time.Since(start))
+	fmt.Printf("owner with %d links (loaded in %s); %d requests per figure, one at a time\n\n", n, time.Since(start).Round(time.Millisecond), samples)
+	fmt.Printf("%-42s %10s %10s   %s\n", "request", "p50", "p99", "target p50")
+	deep := n / 2 / 20
+	var missed []string
+	for _, path := range []string{
+		"/api/user/links",
+		fmt.Sprintf("/api/user/links?page=%d", deep),
+		"/api/user/links?q=load/1234",
+		fmt.Sprintf("/api/user/links?q=load/1234&page=%d", 2),
+		"/api/user/links?status=active&page=" + fmt.Sprint(deep),
+		"/api/user/dashboard",
+	} {
+		p50, p99, err := c.measure(path, samples)
+		if err != nil {
+			return err
+		}
+		verdict := "met"
+		if p50 > maxP50 {
+			verdict = "MISSED"
+			missed = append(missed, path)
+		}
+		fmt.Fprintf(os.Stderr, "%s done\n", path)
+		fmt.Printf("%-42s %10s %10s   ≤ %s: %s\n", path, p50.Round(time.Microsecond*100), p99.Round(time.Microsecond*100), maxP50, verdict)
+	}
+	if len(missed) > 0 {
+		return fmt.Errorf("benchmark target missed: %s", strings.Join(missed, ", "))
+	}
+	return nil
+}
+
+type client struct {
+	base, cookie, userID string
+	hc                   *http.Client
+}
+
+func (c *client) register() error {
+	body := `{"email":"owner@bench.example","password":"bench-password","first_name":"B","last_name":"O"}`
+	resp, err := c.hc.Post(c.base+"/api/auth/register", "application/json", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		User struct {
+			ID string `json:"id"`
+		} `json:"user"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 201 {
+		return fmt.Errorf("register: %d %v", resp.StatusCode, err)
+	}
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "go_session" {
+			c.cookie = ck.Value
+		}
+	}
+	c.userID = out.User.ID
+	if c.cookie == "" || c.userID == "" {
+		return errors.New("register: no session")
+	}
+	return nil
+}
+
+// measure sends path samples times after a warm-up and returns p50 and p99.
+func (c *client) measure(path string, samples int) (p50, p99 time.Duration, err error) {
+	times := make([]time.Duration, 0, samples)
+	for i := range samples + 10 {
+		req, _ := http.NewRequest(http.MethodGet, c.base+path, nil)
+		req.AddCookie(&http.Cookie{Name: "go_session", Value: c.cookie})
+		t0 := time.Now()
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			return 0, 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return 0, 0, fmt.Errorf("%s: status %d", path, resp.StatusCode)
+		}
+		if i >= 10 {
+			times = append(times, time.Since(t0))
+		}
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	return times[len(times)/2], times[len(times)*99/100], nil
+}

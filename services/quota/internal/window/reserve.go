@@ -34,30 +34,23 @@ func (l *Limiter) ReserveLimit(ctx context.Context, scope, key string, limit *in
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 	defer cancel()
 	k := keysFor(scope, key)
-	for range maxHydrations + 1 {
-		now := l.now()
-		id := newUnitID(now)
-		res, err := l.runReserve(ctx, k, p, now, id)
-		if err != nil {
-			return Decision{}, unavailable("reserve quota", err)
-		}
-		if res.status < 0 {
-			if err := l.hydrate(ctx, scope, key, p); err != nil {
-				return Decision{}, err
-			}
-			continue
-		}
-		d := decide(p, now, res)
-		if !d.Allowed {
-			return d, nil
-		}
-		if err := l.record(ctx, k, bucketOf(scope, key, p, now.UnixMilli()), id); err != nil {
-			return Decision{}, err
-		}
-		d.ID = id
+	var id string
+	now, res, err := l.hydrated(ctx, "reserve quota", scope, key, p, func(now time.Time) (scriptResult, error) {
+		id = newUnitID(now)
+		return l.runReserve(ctx, k, p, now, id)
+	})
+	if err != nil {
+		return Decision{}, err
+	}
+	d := decide(p, now, res)
+	if !d.Allowed {
 		return d, nil
 	}
-	return Decision{}, unavailable("reserve quota", errors.New("redis state lost again after every hydration"))
+	if err := l.record(ctx, k, bucketOf(scope, key, p, now.UnixMilli()), id); err != nil {
+		return Decision{}, err
+	}
+	d.ID = id
+	return d, nil
 }
 
 // Usage reads scope's counter for key without taking a unit: the units in the window and
@@ -70,23 +63,34 @@ func (l *Limiter) Usage(ctx context.Context, scope, key string, limit *int) (Dec
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 	defer cancel()
 	k := keysFor(scope, key)
+	now, res, err := l.hydrated(ctx, "read quota", scope, key, p, func(now time.Time) (scriptResult, error) {
+		return l.runScript(ctx, usageScript, k, now.UnixMilli(), now.UnixMilli()-p.Window.Milliseconds())
+	})
+	if err != nil {
+		return Decision{}, err
+	}
+	d := decide(p, now, res)
+	d.RetryAfter = 0
+	return d, nil
+}
+
+// hydrated runs a counter script at the current time, rebuilding the counter from the ledger
+// whenever Redis answers that it lost it, a bounded number of times.
+func (l *Limiter) hydrated(ctx context.Context, op, scope, key string, p Policy, run func(now time.Time) (scriptResult, error)) (time.Time, scriptResult, error) {
 	for range maxHydrations + 1 {
 		now := l.now()
-		res, err := l.runScript(ctx, usageScript, k, now.UnixMilli(), now.UnixMilli()-p.Window.Milliseconds())
+		res, err := run(now)
 		if err != nil {
-			return Decision{}, unavailable("read quota", err)
+			return now, scriptResult{}, unavailable(op, err)
 		}
-		if res.status < 0 {
-			if err := l.hydrate(ctx, scope, key, p); err != nil {
-				return Decision{}, err
-			}
-			continue
+		if res.status >= 0 {
+			return now, res, nil
 		}
-		d := decide(p, now, res)
-		d.RetryAfter = 0
-		return d, nil
+		if err := l.hydrate(ctx, scope, key, p); err != nil {
+			return now, scriptResult{}, err
+		}
 	}
-	return Decision{}, unavailable("read quota", errors.New("redis state lost again after every hydration"))
+	return time.Time{}, scriptResult{}, unavailable(op, errors.New("redis state lost again after every hydration"))
 }
 
 func (l *Limiter) runReserve(ctx context.Context, k redisKeys, p Policy, now time.Time, id string) (scriptResult, error) {

@@ -11,11 +11,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -45,33 +43,18 @@ func main() {
 }
 
 func run(ctx context.Context, binDir string, n, samples int) error {
-	bin, err := filepath.Abs(binDir)
+	b, err := stack.StartBench(ctx, "benchowner", stack.ServicesOptions{BinDir: binDir})
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "linkmesh-benchowner-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ds, err := stack.StartDatastores(ctx, filepath.Join(dir, "data"), log)
-	if err != nil {
-		return err
-	}
-	defer ds.Stop()
-	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{BinDir: bin, MongoURI: ds.MongoURI, RedisURL: ds.RedisURL,
-		DatabasePrefix: "bench", LogDir: dir, Env: map[string]string{"LINKMESH_LOG_LEVEL": "warn"}})
-	if err != nil {
-		return err
-	}
-	defer svcs.Stop()
+	defer b.Stop()
+	svcs := b.Services
 
 	c := client{base: svcs.GatewayURL, hc: &http.Client{Timeout: 30 * time.Second}}
 	if err := c.register(); err != nil {
 		return err
 	}
-	mc, err := mongo.Connect(options.Client().ApplyURI(ds.MongoURI))
+	mc, err := mongo.Connect(options.Client().ApplyURI(b.Datastores.MongoURI))
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -63,32 +62,14 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
-	bin, err := filepath.Abs(o.bin)
-	if err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "linkmesh-bench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-
-	ds, err := stack.StartDatastores(ctx, filepath.Join(dir, "data"), log)
-	if err != nil {
-		return err
-	}
-	defer ds.Stop()
 	pin := []string{"taskset", "-c", o.serveCPU}
-	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
-		BinDir: bin, MongoURI: ds.MongoURI, RedisURL: ds.RedisURL, DatabasePrefix: "bench", LogDir: dir,
-		Env:  map[string]string{"LINKMESH_ANON_QUOTA": "1000000", "LINKMESH_LOG_LEVEL": "warn"},
-		Wrap: map[string][]string{"gateway": pin},
-	})
+	bench, err := stack.StartBench(ctx, "bench", stack.ServicesOptions{BinDir: o.bin,
+		Env: map[string]string{"LINKMESH_ANON_QUOTA": "1000000"}, Wrap: map[string][]string{"gateway": pin}})
 	if err != nil {
 		return err
 	}
-	defer svcs.Stop()
+	defer bench.Stop()
+	svcs, dir := bench.Services, bench.Dir
 
 	codes, err := createLinks(ctx, svcs.GatewayURL, o.links)
 	if err != nil {

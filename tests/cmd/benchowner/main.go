@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -33,16 +34,17 @@ func main() {
 	bin := flag.String("bin", "bin", "directory of the service binaries")
 	n := flag.Int("links", 20000, "links the owner has")
 	samples := flag.Int("samples", 100, "measured requests per figure (after 10 to warm up)")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the measured requests to this file; the embedded MongoDB wire server runs in this process, so it shows where the store spends its time")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *bin, *n, *samples); err != nil {
+	if err := run(ctx, *bin, *n, *samples, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "benchowner:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, binDir string, n, samples int) error {
+func run(ctx context.Context, binDir string, n, samples int, profile string) error {
 	b, err := stack.StartBench(ctx, "benchowner", stack.ServicesOptions{BinDir: binDir})
 	if err != nil {
 		return err
@@ -66,6 +68,17 @@ func run(ctx context.Context, binDir string, n, samples int) error {
 	fmt.Fprintf(os.Stderr, "loaded %d links in %s\n", n, time.Since(start))
 	fmt.Printf("owner with %d links (loaded in %s); %d requests per figure, one at a time\n\n", n, time.Since(start).Round(time.Millisecond), samples)
 	fmt.Printf("%-42s %10s %10s   %s\n", "request", "p50", "p99", "target p50")
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	deep := n / 2 / 20
 	var missed []string
 	for _, path := range []string{

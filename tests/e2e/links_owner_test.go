@@ -56,6 +56,7 @@ func TestOwnerLinks(t *testing.T) {
 	// Renewal: an expired link comes back with the same code, on every route at once.
 	setLinkExpired(t, first)
 	eventually(t, first, 410)
+	eventuallyOn(t, gw2, first, 410) // the second replica has it cached too
 	r = as(t, a.cookie, "POST", "/api/user/links/"+first+"/renew", `{"expiration_days":10}`)
 	renewed, _ := r.object(t)["link"].(map[string]any)
 	if r.status != 200 || renewed["short_code"] != first || renewed["expired"] != false {
@@ -66,6 +67,7 @@ func TestOwnerLinks(t *testing.T) {
 		t.Fatalf("renewed until %v, want about now + 10 days", renewed["expires_at"])
 	}
 	eventually(t, first, 302)
+	eventuallyOn(t, gw2, first, 302) // within a second on every replica
 	if r := as(t, a.cookie, "POST", "/api/user/links/"+second+"/renew", ""); r.status != 200 {
 		t.Fatalf("renew without a body: %d %s", r.status, r.body)
 	}
@@ -83,6 +85,7 @@ func TestOwnerLinks(t *testing.T) {
 		t.Fatalf("delete: %d %s", r.status, r.body)
 	}
 	eventually(t, first, 404)
+	eventuallyOn(t, gw2, first, 404)
 	do(t, "GET", "/api/links/"+first+"/info", "", "").wantError(t, 404, "short link not found")
 	as(t, a.cookie, "DELETE", "/api/user/links/"+first, "").wantError(t, 404, "short link not found")
 	as(t, a.cookie, "POST", "/api/user/links/"+first+"/renew", "").wantError(t, 404, "short link not found")

@@ -19,6 +19,7 @@ const baseURL = "https://lnk.example"
 
 var (
 	gw        string // gateway base URL
+	gw2       string // a second gateway replica, for changes that must reach every replica
 	mongoURI  string
 	redisURL  string
 	dbPrefix  string
@@ -74,6 +75,7 @@ func run(m *testing.M) int {
 	defer cancel()
 	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
 		BinDir: binDir(), MongoURI: mongoURI, RedisURL: redisURL, DatabasePrefix: dbPrefix, LogDir: logDir,
+		GatewayReplicas: 1,
 		Env: map[string]string{
 			"LINKMESH_BASE_URL": baseURL,
 			// Tests give each scenario its own client address through a trusted proxy hop.
@@ -94,7 +96,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: start services:", err)
 		return 1
 	}
-	gw = svcs.GatewayURL
+	gw, gw2 = svcs.GatewayURL, svcs.URLs["gateway-2"]
 	code := m.Run()
 	svcs.Stop()
 	if code != 0 {

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -23,9 +25,15 @@ func ptr[T any](v T) *T { return &v }
 // bound for a change to reach every replica).
 func eventually(t *testing.T, code string, want int) response {
 	t.Helper()
+	return eventuallyOn(t, gw, code, want)
+}
+
+// eventuallyOn is eventually on the gateway at base.
+func eventuallyOn(t *testing.T, base, code string, want int) response {
+	t.Helper()
 	deadline := time.Now().Add(time.Second)
 	for {
-		r := do(t, "GET", "/"+code, "", "")
+		r := doOn(t, base, "GET", "/"+code)
 		if r.status == want {
 			return r
 		}
@@ -61,4 +69,20 @@ func TestRedirectFollowsLinkState(t *testing.T) {
 func setLinkExpired(t *testing.T, code string) {
 	t.Helper()
 	setLink(t, code, linktest.Change{ExpiresAt: ptr(time.Now().Add(-time.Minute))})
+}
+
+// doOn sends a bodiless request to the gateway at base.
+func doOn(t *testing.T, base, method, path string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s%s: %v", method, base, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }

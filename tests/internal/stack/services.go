@@ -49,6 +49,9 @@ type ServicesOptions struct {
 	ServiceEnv     map[string]map[string]string // per-service extra env (overrides Env)
 	LogDir         string                       // each service's stdout+stderr → LogDir/<svc>.log; empty → our stderr
 	Logger         *slog.Logger                 // our own progress lines; nil discards them
+	// GatewayReplicas starts that many more gateways (gateway-2, gateway-3, …) on free ports
+	// beside the first, as replicas behind a load balancer would run.
+	GatewayReplicas int
 	// Wrap prefixes a service's command, e.g. {"gateway": {"taskset", "-c", "1"}} to pin it to
 	// a core in benchmarks; the prefix must exec the binary so the PID stays the service's.
 	Wrap map[string][]string
@@ -117,17 +120,53 @@ func StartServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 			InternalSecret: internal, IdentitySecret: identity,
 			Env: opts.Env, ServiceEnv: opts.ServiceEnv[svc],
 		})
-		if err := s.startOne(ctx, opts, svc, env); err != nil {
+		if err := s.startOne(ctx, opts, svc, svc, env); err != nil {
+			return nil, fmt.Errorf("start services: %w", err)
+		}
+	}
+	for i := range opts.GatewayReplicas {
+		if err := s.startReplica(ctx, opts, base, addrs, fmt.Sprintf("gateway-%d", i+2), internal, identity); err != nil {
 			return nil, fmt.Errorf("start services: %w", err)
 		}
 	}
 	return s, nil
 }
 
+// startReplica starts one more gateway, name, on a free port, configured as the first one.
+func (s *Services) startReplica(ctx context.Context, opts ServicesOptions, base []string, addrs map[string]string, name, internal, identity string) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	own := make(map[string]string, len(addrs))
+	for k, v := range addrs {
+		own[k] = v
+	}
+	own["gateway"] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s.URLs[name] = "http://" + own["gateway"]
+	// The public base stays the first gateway's (unless Env names one), as behind one load
+	// balancer.
+	replicaEnv := map[string]string{}
+	if _, set := opts.Env[EnvBaseURL]; !set {
+		replicaEnv[EnvBaseURL] = "http://" + addrs["gateway"]
+	}
+	for k, v := range opts.ServiceEnv["gateway"] {
+		replicaEnv[k] = v
+	}
+	env := serviceEnv(serviceEnvConfig{
+		Base: base, Service: "gateway", Addrs: own,
+		MongoURI: opts.MongoURI, RedisURL: opts.RedisURL, DatabasePrefix: opts.DatabasePrefix,
+		InternalSecret: internal, IdentitySecret: identity,
+		Env: opts.Env, ServiceEnv: replicaEnv,
+	})
+	return s.startOne(ctx, opts, name, "gateway", env)
+}
+
+
 // startOne starts one service and waits for its readiness endpoint.
-func (s *Services) startOne(ctx context.Context, opts ServicesOptions, svc string, env []string) error {
+func (s *Services) startOne(ctx context.Context, opts ServicesOptions, svc, binary string, env []string) error {
 	start := time.Now()
-	spec := processSpec{name: svc, path: filepath.Join(opts.BinDir, svc), env: env}
+	spec := processSpec{name: svc, path: filepath.Join(opts.BinDir, binary), env: env}
 	if w := opts.Wrap[svc]; len(w) > 0 {
 		spec.args = append(append([]string{}, w[1:]...), spec.path)
 		spec.path = w[0]

@@ -162,7 +162,6 @@ func (s *Services) startReplica(ctx context.Context, opts ServicesOptions, base 
 	return s.startOne(ctx, opts, name, "gateway", env)
 }
 
-
 // startOne starts one service and waits for its readiness endpoint.
 func (s *Services) startOne(ctx context.Context, opts ServicesOptions, svc, binary string, env []string) error {
 	start := time.Now()

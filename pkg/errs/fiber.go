@@ -60,6 +60,21 @@ func fiberMessage(fe *fiber.Error) string {
 // it returns nil for errors it does not know.
 type Classifier func(error) *Error
 
+// Outage is the Classifier of one dependency: errors outage recognises become a 503 with msg,
+// their cause kept for the log. An error already carrying a deliberate kind is left alone:
+// whoever chose that kind knew more about the failure than its cause does.
+func Outage(msg string, outage func(error) bool) Classifier {
+	return func(err error) *Error {
+		if e, ok := As(err); ok && e.Kind != KindInternal {
+			return nil
+		}
+		if !outage(err) {
+			return nil
+		}
+		return Unavailable(msg, err)
+	}
+}
+
 // Classify gives err to each classifier unless it already carries a deliberate kind, and
 // returns the first answer; otherwise err itself.
 func Classify(err error, classifiers ...Classifier) error {

@@ -83,15 +83,5 @@ func connectionLost(err error) bool {
 	return errors.As(err, &ce) && (errors.Is(ce.Wrapped, io.EOF) || errors.Is(ce.Wrapped, io.ErrUnexpectedEOF))
 }
 
-// Classify returns a 503 *errs.Error wrapping err when Unavailable(err), and nil otherwise.
-// An err already carrying a non-internal kind gets nil too: whoever chose that kind knew more
-// about the failure than its cause does.
-func Classify(err error) *errs.Error {
-	if e, ok := errs.As(err); ok && e.Kind != errs.KindInternal {
-		return nil
-	}
-	if !Unavailable(err) {
-		return nil
-	}
-	return errs.Unavailable("mongodb unavailable", err)
-}
+// Classify answers 503 "mongodb unavailable" for the errors Unavailable recognises.
+func Classify(err error) *errs.Error { return errs.Outage("mongodb unavailable", Unavailable)(err) }

@@ -50,15 +50,5 @@ func Unavailable(err error) bool {
 	return false
 }
 
-// Classify returns a 503 *errs.Error wrapping err when Unavailable(err), and nil otherwise.
-// An err already carrying a non-internal kind gets nil too: whoever chose that kind knew more
-// about the failure than its cause does.
-func Classify(err error) *errs.Error {
-	if e, ok := errs.As(err); ok && e.Kind != errs.KindInternal {
-		return nil
-	}
-	if !Unavailable(err) {
-		return nil
-	}
-	return errs.Unavailable("redis unavailable", err)
-}
+// Classify answers 503 "redis unavailable" for the errors Unavailable recognises.
+func Classify(err error) *errs.Error { return errs.Outage("redis unavailable", Unavailable)(err) }

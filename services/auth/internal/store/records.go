@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 )
 
@@ -96,23 +97,9 @@ func (s *Store) LoginRecords(ctx context.Context, f accounts.RecordFilter, skip,
 	if f.Success != nil {
 		filter = append(filter, bson.E{Key: "success", Value: *f.Success})
 	}
-	total, err := s.records.CountDocuments(ctx, filter)
+	docs, total, err := mongodb.FindPage[recordDoc](ctx, s.records, "login records", filter, mongodb.NewestFirst(), skip, limit)
 	if err != nil {
-		return nil, 0, fmt.Errorf("count login records: %w", err)
-	}
-	if skip >= total {
-		return nil, total, nil
-	}
-	// _id breaks ties between records of the same millisecond; ObjectIDs grow with time.
-	opts := options.Find().SetSort(bson.D{{Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}).
-		SetSkip(skip).SetLimit(limit)
-	cur, err := s.records.Find(ctx, filter, opts)
-	if err != nil {
-		return nil, 0, fmt.Errorf("find login records: %w", err)
-	}
-	var docs []recordDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, 0, fmt.Errorf("read login records: %w", err)
+		return nil, 0, err
 	}
 	out := make([]accounts.LoginRecord, 0, len(docs))
 	for _, d := range docs {

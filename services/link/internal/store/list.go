@@ -7,29 +7,18 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/services/link/internal/links"
 )
 
 // List returns a page of q's links, newest first with ties in id order, and how many match.
 // Both queries read the owner_created index.
 func (s *Store) List(ctx context.Context, q links.ListQuery) ([]links.Link, int64, error) {
-	filter := listFilter(q)
-	total, err := s.links.CountDocuments(ctx, filter)
+	docs, total, err := mongodb.FindPage[doc](ctx, s.links, "links", listFilter(q), mongodb.NewestFirst(), q.Skip, q.Limit)
 	if err != nil {
-		return nil, 0, fmt.Errorf("count links: %w", err)
-	}
-	opts := options.Find().SetSort(bson.D{{Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}).
-		SetSkip(q.Skip).SetLimit(q.Limit)
-	cur, err := s.links.Find(ctx, filter, opts)
-	if err != nil {
-		return nil, 0, fmt.Errorf("list links: %w", err)
-	}
-	var docs []doc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, 0, fmt.Errorf("read links: %w", err)
+		return nil, 0, err
 	}
 	out := make([]links.Link, 0, len(docs))
 	for _, d := range docs {

@@ -109,18 +109,9 @@ func (s *Store) Requests(ctx context.Context, status string, skip, limit int64) 
 	if status != "" {
 		filter = bson.D{{Key: "status", Value: status}}
 	}
-	total, err := s.requests.CountDocuments(ctx, filter)
+	docs, total, err := mongodb.FindPage[requestDoc](ctx, s.requests, "permanent requests", filter, mongodb.NewestFirst(), skip, limit)
 	if err != nil {
-		return nil, 0, fmt.Errorf("count permanent requests: %w", err)
-	}
-	cur, err := s.requests.Find(ctx, filter, options.Find().
-		SetSort(bson.D{{Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}).SetSkip(skip).SetLimit(limit))
-	if err != nil {
-		return nil, 0, fmt.Errorf("list permanent requests: %w", err)
-	}
-	var docs []requestDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, 0, fmt.Errorf("read permanent requests: %w", err)
+		return nil, 0, err
 	}
 	out := make([]requests.Request, 0, len(docs))
 	for _, d := range docs {

@@ -1,0 +1,38 @@
+package mongodb
+
+import (
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// NewestFirst sorts lists by creation time, newest first; the id breaks ties between
+// documents of the same millisecond, so pages never overlap or skip.
+func NewestFirst() bson.D {
+	return bson.D{{Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}
+}
+
+// FindPage counts the documents of coll matching filter and decodes the page of them at skip
+// (at most limit, in sort order) into T. A page past the end reads nothing. what names the
+// documents in errors.
+func FindPage[T any](ctx context.Context, coll *mongo.Collection, what string, filter, sort bson.D, skip, limit int64) ([]T, int64, error) {
+	total, err := coll.CountDocuments(ctx, filter)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count %s: %w", what, err)
+	}
+	if skip >= total {
+		return nil, total, nil
+	}
+	cur, err := coll.Find(ctx, filter, options.Find().SetSort(sort).SetSkip(skip).SetLimit(limit))
+	if err != nil {
+		return nil, 0, fmt.Errorf("find %s: %w", what, err)
+	}
+	var docs []T
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, 0, fmt.Errorf("read %s: %w", what, err)
+	}
+	return docs, total, nil
+}

@@ -6,8 +6,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -52,10 +50,11 @@ func run(ctx context.Context, binDir string, n, samples int, profile string) err
 	defer b.Stop()
 	svcs := b.Services
 
-	c := client{base: svcs.GatewayURL, hc: &http.Client{Timeout: 30 * time.Second}}
-	if err := c.register(); err != nil {
+	acct, err := stack.Register(ctx, svcs.GatewayURL, "owner@bench.example")
+	if err != nil {
 		return err
 	}
+	c := client{base: svcs.GatewayURL, cookie: acct.Session, userID: acct.UserID, hc: &http.Client{Timeout: 30 * time.Second}}
 	mc, err := mongo.Connect(options.Client().ApplyURI(b.Datastores.MongoURI))
 	if err != nil {
 		return err
@@ -110,33 +109,6 @@ func run(ctx context.Context, binDir string, n, samples int, profile string) err
 type client struct {
 	base, cookie, userID string
 	hc                   *http.Client
-}
-
-func (c *client) register() error {
-	body := `{"email":"owner@bench.example","password":"bench-password","first_name":"B","last_name":"O"}`
-	resp, err := c.hc.Post(c.base+"/api/auth/register", "application/json", strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var out struct {
-		User struct {
-			ID string `json:"id"`
-		} `json:"user"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 201 {
-		return fmt.Errorf("register: %d %v", resp.StatusCode, err)
-	}
-	for _, ck := range resp.Cookies() {
-		if ck.Name == "go_session" {
-			c.cookie = ck.Value
-		}
-	}
-	c.userID = out.User.ID
-	if c.cookie == "" || c.userID == "" {
-		return errors.New("register: no session")
-	}
-	return nil
 }
 
 // measure sends path samples times after a warm-up and returns p50 and p99.

@@ -2,9 +2,14 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Bench is a whole stack in a temporary directory, for a benchmark: the datastores and the
@@ -54,5 +59,46 @@ func (b *Bench) Stop() {
 	if b.Datastores != nil {
 		b.Datastores.Stop()
 	}
-	_ = os.RemoveAll(b.Dir)
+	if os.Getenv("LINKMESH_BENCH_KEEP") == "" {
+		_ = os.RemoveAll(b.Dir)
+	}
+}
+
+// Account is a registered account's session on a stack.
+type Account struct {
+	UserID, Session string
+}
+
+// Register signs up email through the gateway at base and returns the new account with its
+// session cookie's value.
+func Register(ctx context.Context, base, email string) (Account, error) {
+	body := fmt.Sprintf(`{"email":%q,"password":"bench-password","first_name":"B","last_name":"O"}`, email)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/auth/register", strings.NewReader(body))
+	if err != nil {
+		return Account{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return Account{}, err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		User struct {
+			ID string `json:"id"`
+		} `json:"user"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusCreated {
+		return Account{}, fmt.Errorf("register: status %d %v", resp.StatusCode, err)
+	}
+	a := Account{UserID: out.User.ID}
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "go_session" {
+			a.Session = ck.Value
+		}
+	}
+	if a.Session == "" || a.UserID == "" {
+		return Account{}, errors.New("register: no session in the answer")
+	}
+	return a, nil
 }

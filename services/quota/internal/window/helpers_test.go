@@ -46,6 +46,9 @@ type memLedger struct {
 	inFlight, maxInFlight atomic.Int32
 	addDelay              time.Duration
 
+	// adds counts ledger writes.
+	adds atomic.Int32
+
 	// bucketsCalls counts ledger reads, i.e. hydrations.
 	bucketsCalls atomic.Int32
 
@@ -61,6 +64,7 @@ func bucketID(scope, key string, start time.Time) string {
 }
 
 func (m *memLedger) Add(_ context.Context, b Bucket, delta int) error {
+	m.adds.Add(1)
 	n := m.inFlight.Add(1)
 	defer m.inFlight.Add(-1)
 	for {

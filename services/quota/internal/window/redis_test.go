@@ -187,3 +187,76 @@ func TestConcurrentHydrationsCountOnce(t *testing.T) {
 		t.Fatalf("used values %v, redis %d; want 6 and 7, 7", used, zcard(t, rdb, key))
 	}
 }
+
+// One caller's parallel burst shares ledger writes: the units that arrive while a write of
+// their bucket waits for the lock ride along in it, so 40 units cost far fewer than 40
+// writes, and the ledger still counts each exactly once.
+func TestParallelUnitsShareLedgerWrites(t *testing.T) {
+	rdb := testenv.Redis(t)
+	key := testenv.Name("key")
+	ledger, clock := newLedger(), newClock()
+	ledger.addDelay = 20 * time.Millisecond
+	l := newRedisLimiter(t, rdb, ledger, clock, 100)
+	var wg sync.WaitGroup
+	ids := make(chan string, 40)
+	for range 40 {
+		wg.Go(func() {
+			d, err := l.Reserve(context.Background(), scope, key)
+			if err != nil || !d.Allowed {
+				t.Errorf("reserve = %+v, %v", d, err)
+				return
+			}
+			ids <- d.ID
+		})
+	}
+	wg.Wait()
+	close(ids)
+	if got := ledger.total(scope, key); got != 40 {
+		t.Fatalf("ledger total = %d, want 40", got)
+	}
+	if got := ledger.adds.Load(); got >= 20 {
+		t.Fatalf("40 parallel units took %d ledger writes, want them combined (< 20)", got)
+	}
+	if got := ledger.maxInFlight.Load(); got != 1 {
+		t.Fatalf("up to %d ledger writes of one counter overlapped, want 1", got)
+	}
+	// Releases combine the same way and net out exactly.
+	for id := range ids {
+		wg.Go(func() {
+			if err := l.Release(context.Background(), scope, key, id); err != nil {
+				t.Errorf("release = %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if n, total := zcard(t, rdb, key), ledger.total(scope, key); n != 0 || total != 0 {
+		t.Fatalf("after every release redis=%d ledger=%d, want 0 and 0", n, total)
+	}
+}
+
+// A combined write that fails fails for every unit in it, and each takes its own unit back
+// out of Redis: nothing is handed out that the ledger does not hold.
+func TestFailedCombinedWriteUndoesEveryUnit(t *testing.T) {
+	rdb := testenv.Redis(t)
+	key := testenv.Name("key")
+	ledger, clock := newLedger(), newClock()
+	ledger.addDelay = 20 * time.Millisecond
+	ledger.setFailAdd(errLedgerDown)
+	l := newRedisLimiter(t, rdb, ledger, clock, 100)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if _, err := l.Reserve(context.Background(), scope, key); !errs.IsKind(err, errs.KindUnavailable) {
+				t.Errorf("reserve with ledger down = %v, want 503", err)
+			}
+		})
+	}
+	wg.Wait()
+	if n, total := zcard(t, rdb, key), ledger.total(scope, key); n != 0 || total != 0 {
+		t.Fatalf("after failed writes redis=%d ledger=%d, want 0 and 0", n, total)
+	}
+	ledger.setFailAdd(nil)
+	if d, err := l.Reserve(context.Background(), scope, key); err != nil || !d.Allowed || d.Used != 1 {
+		t.Fatalf("reserve after recovery = %+v, %v; want allowed, used 1", d, err)
+	}
+}

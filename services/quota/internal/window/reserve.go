@@ -156,7 +156,7 @@ func (l *Limiter) Release(ctx context.Context, scope, key, id string) error {
 	if removed == 0 {
 		return nil
 	}
-	err = l.withLock(ctx, k, func() error { return l.ledger.Add(ctx, bucketOf(scope, key, p, ms), -1) })
+	err = l.addDurably(ctx, k, bucketOf(scope, key, p, ms), -1)
 	if err == nil {
 		return nil
 	}

@@ -86,6 +86,8 @@ type Limiter struct {
 	scopes map[string]Policy
 	now    func() time.Time
 	log    *slog.Logger
+	// batches combines concurrent ledger changes of one bucket (see addDurably).
+	batches batches
 }
 
 // New builds a Limiter.

@@ -1,0 +1,260 @@
+// Command benchcreate measures link creation through the full stack: POST /api/links/shorten
+// answered 201 per second, with p50 and p99, for many anonymous callers (each its own client
+// address behind a trusted proxy) and for one signed-in caller creating in parallel. Every
+// destination is an IP literal, so no DNS lookup is involved. After each run it checks that
+// every 201 left a stored link: a creation counts only when it is durable.
+//
+// As a baseline it measures, in the same run and on the same embedded store, single-document
+// inserts into a scratch collection from the same number of parallel writers: the store's own
+// ceiling, which no creation (a link and a quota record) can beat.
+//
+// It exits with status 1, after printing every figure, when a scenario misses -min-rate or
+// -max-p99.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/linkmesh/linkmesh/services/auth/authtest"
+	"github.com/linkmesh/linkmesh/tests/internal/stack"
+)
+
+type opts struct {
+	bin      string
+	duration time.Duration
+	workers  int
+	minRate  float64
+	maxP99   time.Duration
+	profile  string
+	only     string
+}
+
+func main() {
+	var o opts
+	flag.StringVar(&o.bin, "bin", "bin", "directory of the service binaries")
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "length of one measured run")
+	flag.IntVar(&o.workers, "workers", 32, "parallel requests in flight")
+	flag.Float64Var(&o.minRate, "min-rate", 2000, "least creations per second that passes")
+	flag.DurationVar(&o.maxP99, "max-p99", 50*time.Millisecond, "largest p99 that passes")
+	flag.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of the measured runs to this file; the embedded MongoDB wire server runs in this process")
+	flag.StringVar(&o.only, "only", "", "run only the scenario whose name contains this text")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "benchcreate:", err)
+		os.Exit(1)
+	}
+}
+
+// result is one measured run.
+type result struct {
+	all      int64 // every successful call, warm-up included
+	ok       int64 // the measured ones
+	rate     float64
+	p50, p99 time.Duration
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("%8d %10.0f %10s %10s", r.ok, r.rate, r.p50.Round(100*time.Microsecond), r.p99.Round(100*time.Microsecond))
+}
+
+func run(ctx context.Context, o opts) error {
+	b, err := stack.StartBench(ctx, "benchcreate", stack.ServicesOptions{BinDir: o.bin, Env: map[string]string{
+		"LINKMESH_ANON_QUOTA":      "100000000",
+		"LINKMESH_TRUSTED_PROXIES": "127.0.0.1/32",
+	}})
+	if err != nil {
+		return err
+	}
+	defer b.Stop()
+	mc, err := mongo.Connect(options.Client().ApplyURI(b.Datastores.MongoURI))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = mc.Disconnect(context.Background()) }()
+	gw := b.Services.GatewayURL
+
+	acct, err := stack.Register(ctx, gw, "creator@bench.example")
+	if err != nil {
+		return err
+	}
+	limit := 1000000
+	if err := authtest.Restrict(ctx, mc.Database("bench_auth"), acct.UserID, authtest.Restriction{QuotaLimit: &limit}); err != nil {
+		return err
+	}
+
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.workers}}
+	var seq atomic.Int64
+	anonymous := func(ctx context.Context) (time.Duration, error) {
+		n := seq.Add(1)
+		// A distinct client address per creation: many callers, each within its own quota.
+		addr := fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255)
+		return create(ctx, hc, gw, n, func(r *http.Request) { r.Header.Set("X-Forwarded-For", addr) })
+	}
+	signedIn := func(ctx context.Context) (time.Duration, error) {
+		return create(ctx, hc, gw, seq.Add(1), func(r *http.Request) {
+			r.AddCookie(&http.Cookie{Name: "go_session", Value: acct.Session})
+		})
+	}
+	scratch := mc.Database("bench_scratch").Collection("inserts")
+	insert := func(ctx context.Context) (time.Duration, error) {
+		n := seq.Add(1)
+		t0 := time.Now()
+		_, err := scratch.InsertOne(ctx, bson.D{{Key: "_id", Value: n}, {Key: "destination_url", Value: fmt.Sprintf("https://93.184.216.34/bench/%d", n)}, {Key: "created_at", Value: time.Now()}})
+		return time.Since(t0), err
+	}
+
+	if o.profile != "" {
+		f, err := os.Create(o.profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	fmt.Printf("POST /api/links/shorten with IP-literal destinations, %d requests in flight, %s per run\n\n", o.workers, o.duration)
+	fmt.Printf("%-34s %8s %10s %10s %10s   %s\n", "run", "done", "per s", "p50", "p99", "verdict")
+	linksBefore := func() int64 {
+		n, _ := mc.Database("bench_link").Collection("links").CountDocuments(ctx, bson.D{})
+		return n
+	}
+	var missed []string
+	for _, s := range []struct {
+		name   string
+		do     func(context.Context) (time.Duration, error)
+		target bool
+	}{
+		{"store baseline: one insert", insert, false},
+		{"many anonymous callers", anonymous, true},
+		{"one signed-in caller", signedIn, true},
+	} {
+		if !strings.Contains(s.name, o.only) {
+			continue
+		}
+		before := linksBefore()
+		res, err := measure(ctx, o.workers, o.duration, s.do)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		verdict := "baseline"
+		if s.target {
+			// Every 201 must have left a link behind.
+			if stored := linksBefore() - before; stored != res.all {
+				return fmt.Errorf("%s: %d creations answered 201 but %d links were stored", s.name, res.all, stored)
+			}
+			verdict = "met"
+			if res.rate < o.minRate || res.p99 > o.maxP99 {
+				verdict = fmt.Sprintf("MISSED (≥ %.0f/s, p99 ≤ %s)", o.minRate, o.maxP99)
+				missed = append(missed, s.name)
+			}
+		}
+		fmt.Printf("%-34s %s   %s\n", s.name, res, verdict)
+	}
+	if len(missed) > 0 {
+		return fmt.Errorf("benchmark target missed: %s", strings.Join(missed, ", "))
+	}
+	return nil
+}
+
+// create sends one creation and insists on a 201.
+func create(ctx context.Context, hc *http.Client, gw string, n int64, decorate func(*http.Request)) (time.Duration, error) {
+	body, _ := json.Marshal(map[string]string{"url": fmt.Sprintf("https://93.184.216.34/bench/%d", n)})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, gw+"/api/links/shorten", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	decorate(req)
+	t0 := time.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	took := time.Since(t0)
+	if resp.StatusCode != http.StatusCreated {
+		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, msg)
+	}
+	return took, nil
+}
+
+// measure runs do from workers goroutines for d after a one-second warm-up and returns the
+// completed calls per second and the latency percentiles of the measured part.
+func measure(ctx context.Context, workers int, d time.Duration, do func(context.Context) (time.Duration, error)) (result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	warm := time.Now().Add(time.Second)
+	end := warm.Add(d)
+	var (
+		mu       sync.Mutex
+		times    []time.Duration
+		firstErr error
+		wg       sync.WaitGroup
+		all      atomic.Int64
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			for {
+				start := time.Now()
+				if start.After(end) {
+					break
+				}
+				took, err := do(ctx)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil && !errors.Is(err, context.Canceled) {
+						firstErr = err
+					}
+					mu.Unlock()
+					cancel()
+					return
+				}
+				all.Add(1)
+				if start.After(warm) && !time.Now().After(end) {
+					mine = append(mine, took)
+				}
+			}
+			mu.Lock()
+			times = append(times, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return result{}, firstErr
+	}
+	if len(times) == 0 {
+		return result{}, errors.New("no call completed")
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	return result{all: all.Load(), ok: int64(len(times)), rate: float64(len(times)) / d.Seconds(),
+		p50: times[len(times)/2], p99: times[len(times)*99/100]}, nil
+}

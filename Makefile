@@ -7,7 +7,7 @@ DATA     ?= $(CURDIR)/.linkmesh
 GO       ?= go
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build run test test-unit test-go test-isolated bench bench-owner fmt lint tidy clean
+.PHONY: help deps build run test test-unit test-go test-isolated bench bench-owner bench-create fmt lint tidy clean
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -18,7 +18,7 @@ deps: ## Install what local runs and tests need (redis-server, PostgreSQL, wrk) 
 build: ## Build every service and the local tools into ./bin
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES); do $(GO) build -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
-	@cd tests && $(GO) build -o $(BIN)/devstack ./cmd/devstack && $(GO) build -o $(BIN)/benchredirect ./cmd/benchredirect && $(GO) build -o $(BIN)/benchowner ./cmd/benchowner
+	@cd tests && $(GO) build -o $(BIN)/devstack ./cmd/devstack && $(GO) build -o $(BIN)/benchredirect ./cmd/benchredirect && $(GO) build -o $(BIN)/benchowner ./cmd/benchowner && $(GO) build -o $(BIN)/benchcreate ./cmd/benchcreate
 
 run: deps build ## Run the whole system on this machine (gateway on :8080, embedded datastores in ./.linkmesh)
 	@$(BIN)/devstack run -data $(DATA) -bin $(BIN)
@@ -38,9 +38,12 @@ test-unit: ## Run only the tests that need no datastore (integration tests skip)
 test-isolated: ## Check that every module builds and vets on its own (GOWORK=off)
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) vet ./...) || exit 1; done
 
-bench: deps build ## Benchmark warm GET /{code} through the full stack against a bare Fiber 302
+bench: deps build ## Benchmark warm GET /{code} against a bare Fiber 302, then creation throughput (both report every figure; exit 1 if either misses)
 	@cd services/gateway && $(GO) test -run NONE -bench Redirect -benchmem ./internal/redirect/
-	@$(BIN)/benchredirect -bin $(BIN)
+	@status=0; $(BIN)/benchredirect -bin $(BIN) || status=1; $(BIN)/benchcreate -bin $(BIN) || status=1; exit $$status
+
+bench-create: deps build ## Creations/s through the gateway (many callers, one signed-in caller) against the store's own insert rate
+	@$(BIN)/benchcreate -bin $(BIN)
 
 bench-owner: deps build ## Time an owner's list and dashboard with 20,000 links (p50 target 50 ms; slow on FerretDB today)
 	@$(BIN)/benchowner -bin $(BIN) -links 20000 -samples 20

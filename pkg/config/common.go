@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -18,6 +19,9 @@ type Service struct {
 	// ShutdownDrain is how long readiness fails before the listener closes, so that load
 	// balancers stop routing here first.
 	ShutdownDrain time.Duration `env:"LINKMESH_SHUTDOWN_DRAIN" envDefault:"0s"`
+	// DebugAddr, when set, serves Go's runtime profiles (/debug/pprof/) on a listener of its
+	// own, never on the service's port. Keep it on loopback or a port no one outside reaches.
+	DebugAddr string `env:"LINKMESH_DEBUG_ADDR"`
 }
 
 // Common returns the shared settings; every service config has it through embedding.
@@ -33,6 +37,11 @@ func (s Service) Validate() error {
 	}
 	if s.ShutdownDrain < 0 || s.ShutdownDrain > time.Minute {
 		return fmt.Errorf("LINKMESH_SHUTDOWN_DRAIN must be between 0s and 1m, got %s", s.ShutdownDrain)
+	}
+	if s.DebugAddr != "" {
+		if _, _, err := net.SplitHostPort(s.DebugAddr); err != nil {
+			return fmt.Errorf("LINKMESH_DEBUG_ADDR must be host:port, got %q", s.DebugAddr)
+		}
 	}
 	return nil
 }

@@ -80,6 +80,7 @@ func commonLogValue(cfg Config) slog.Value {
 		slog.String("log_level", s.LogLevel),
 		slog.Any("internal_secret", s.InternalSecret),
 		slog.String("shutdown_drain", s.ShutdownDrain.String()),
+		slog.String("debug_addr", s.DebugAddr),
 	}
 	if m := MongoOf(cfg); m != nil {
 		attrs = append(attrs, slog.Any("mongodb_uri", m.URI), slog.String("mongodb_database", m.Database))

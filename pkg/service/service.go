@@ -7,11 +7,15 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -171,8 +175,17 @@ func Run(ctx context.Context, spec Spec, rt Runtime) (err error) {
 			return fmt.Errorf("listen %s: %w", cfg.Common().ListenAddr, err)
 		}
 	}
+	workers := parts.Workers
+	if addr := cfg.Common().DebugAddr; addr != "" {
+		dln, err := net.Listen("tcp", addr)
+		if err != nil {
+			release()
+			return fmt.Errorf("listen %s (LINKMESH_DEBUG_ADDR): %w", addr, err)
+		}
+		workers = append(slices.Clip(workers), debugServer(dln, rt.Logger))
+	}
 	served = true
-	return serve(ctx, srv, ln, cfg.Common().ShutdownDrain, release, parts.Workers)
+	return serve(ctx, srv, ln, cfg.Common().ShutdownDrain, release, workers)
 }
 
 // serve runs srv on ln and the workers beside it until ctx ends; the workers are stopped
@@ -190,4 +203,26 @@ func serve(ctx context.Context, srv *server.Server, ln net.Listener, drain time.
 	wg.Wait()
 	release()
 	return err
+}
+
+// debugServer serves Go's runtime profiles on ln until its context ends.
+func debugServer(ln net.Listener, log *slog.Logger) func(context.Context) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	// A CPU profile runs as long as asked (default 30 s), so writes get no deadline.
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return func(ctx context.Context) {
+		go func() {
+			<-ctx.Done()
+			_ = hs.Close()
+		}()
+		log.Info("serving runtime profiles", "addr", ln.Addr().String())
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("profile server stopped", "err", err)
+		}
+	}
 }

@@ -65,6 +65,7 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		"empty log level": func(c *testConfig) { c.LogLevel = "" },
 		"bad peer":        func(c *testConfig) { c.QuotaURL = "quota:8085" },
 		"huge drain":      func(c *testConfig) { c.ShutdownDrain = time.Hour },
+		"bad debug addr":  func(c *testConfig) { c.DebugAddr = "localhost" },
 		"own setting":     func(c *testConfig) { c.reject = true },
 	}
 	// A service missing from the table of default addresses must name its own.

@@ -4,7 +4,9 @@ go 1.26.0
 
 require (
 	github.com/gofiber/fiber/v2 v2.52.15
+	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/linkmesh/linkmesh/pkg v0.0.0
+	github.com/ncruces/go-dns v1.3.4
 	github.com/redis/go-redis/v9 v9.23.0
 	go.mongodb.org/mongo-driver/v2 v2.9.3
 )

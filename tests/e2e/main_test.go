@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,7 +24,7 @@ var (
 	mongoURI  string
 	redisURL  string
 	dbPrefix  string
-	dnsServer *fakeDNS
+	dnsServer *testenv.DNS
 	otlp      *otlpReceiver
 	issuer    *oidcIssuer
 )
@@ -53,7 +54,11 @@ func run(m *testing.M) int {
 		return 0
 	}
 	var err error
-	if dnsServer, err = startFakeDNS(); err != nil {
+	if dnsServer, err = testenv.StartDNS(map[string][]netip.Addr{
+		"public.test":   {netip.MustParseAddr("93.184.216.34")},
+		"intranet.test": {netip.MustParseAddr("10.1.2.3")},
+		"mixed.test":    {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("fd00::7")},
+	}); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}

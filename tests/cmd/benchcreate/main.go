@@ -47,6 +47,7 @@ type opts struct {
 	maxP99   time.Duration
 	profile  string
 	only     string
+	svcProf  string
 }
 
 func main() {
@@ -57,6 +58,7 @@ func main() {
 	flag.Float64Var(&o.minRate, "min-rate", 2000, "least creations per second that passes")
 	flag.DurationVar(&o.maxP99, "max-p99", 50*time.Millisecond, "largest p99 that passes")
 	flag.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of the measured runs to this file; the embedded MongoDB wire server runs in this process")
+	flag.StringVar(&o.svcProf, "service-profiles", "", "write CPU profiles of gateway, link and quota during each measured run into this directory")
 	flag.StringVar(&o.only, "only", "", "run only the scenario whose name contains this text")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -80,10 +82,17 @@ func (r result) String() string {
 }
 
 func run(ctx context.Context, o opts) error {
+	debug := map[string]string{"gateway": "127.0.0.1:16061", "link": "127.0.0.1:16062", "quota": "127.0.0.1:16063"}
+	perService := map[string]map[string]string{}
+	if o.svcProf != "" {
+		for svc, addr := range debug {
+			perService[svc] = map[string]string{"LINKMESH_DEBUG_ADDR": addr}
+		}
+	}
 	b, err := stack.StartBench(ctx, "benchcreate", stack.ServicesOptions{BinDir: o.bin, Env: map[string]string{
 		"LINKMESH_ANON_QUOTA":      "100000000",
 		"LINKMESH_TRUSTED_PROXIES": "127.0.0.1/32",
-	}})
+	}, ServiceEnv: perService})
 	if err != nil {
 		return err
 	}
@@ -125,6 +134,17 @@ func run(ctx context.Context, o opts) error {
 		return time.Since(t0), err
 	}
 
+	buckets := mc.Database("bench_scratch").Collection("buckets")
+	if _, err := buckets.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "scope", Value: 1}, {Key: "identity_key", Value: 1}, {Key: "window_start", Value: 1}}, Options: options.Index().SetUnique(true)}); err != nil {
+		return err
+	}
+	upsert := func(ctx context.Context) (time.Duration, error) {
+		n := seq.Add(1)
+		t0 := time.Now()
+		_, err := buckets.UpdateOne(ctx, bson.D{{Key: "scope", Value: "s"}, {Key: "identity_key", Value: fmt.Sprint(n)}, {Key: "window_start", Value: "2026-11-23T12:00Z"}},
+			bson.D{{Key: "$inc", Value: bson.D{{Key: "count", Value: 1}}}}, options.UpdateOne().SetUpsert(true))
+		return time.Since(t0), err
+	}
 	if o.profile != "" {
 		f, err := os.Create(o.profile)
 		if err != nil {
@@ -149,6 +169,7 @@ func run(ctx context.Context, o opts) error {
 		target bool
 	}{
 		{"store baseline: one insert", insert, false},
+		{"store baseline: one upsert", upsert, false},
 		{"many anonymous callers", anonymous, true},
 		{"one signed-in caller", signedIn, true},
 	} {
@@ -156,7 +177,19 @@ func run(ctx context.Context, o opts) error {
 			continue
 		}
 		before := linksBefore()
+		var profiles sync.WaitGroup
+		if o.svcProf != "" && s.target {
+			for svc, addr := range debug {
+				profiles.Go(func() {
+					path := fmt.Sprintf("%s/%s-%s.prof", o.svcProf, strings.ReplaceAll(s.name, " ", "-"), svc)
+					if err := fetchProfile(ctx, addr, o.duration+time.Second, path); err != nil {
+						fmt.Fprintln(os.Stderr, "profile", svc, err)
+					}
+				})
+			}
+		}
 		res, err := measure(ctx, o.workers, o.duration, s.do)
+		profiles.Wait()
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
@@ -257,4 +290,25 @@ func measure(ctx context.Context, workers int, d time.Duration, do func(context.
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	return result{all: all.Load(), ok: int64(len(times)), rate: float64(len(times)) / d.Seconds(),
 		p50: times[len(times)/2], p99: times[len(times)*99/100]}, nil
+}
+
+// fetchProfile saves a CPU profile of d from the service whose profiles are served on addr.
+func fetchProfile(ctx context.Context, addr string, d time.Duration, path string) error {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
 }

@@ -27,6 +27,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	if err != nil {
 		return service.Parts{}, fmt.Errorf("url checker: %w", err)
 	}
+	checker.RememberFailures(cfg.DNSNegativeTTL)
 	st, err := store.New(ctx, env.Stores.DB)
 	if err != nil {
 		return service.Parts{}, err

@@ -20,7 +20,12 @@ const negativeTTL = 5 * time.Second
 const (
 	keyPrefix     = "linkmesh:link:resolved:"
 	versionPrefix = "linkmesh:link:version:"
+	askedPrefix   = "linkmesh:link:asked:"
 )
+
+// askedTTL outlives any copy of an answer read while the mark stood: the gateways keep one
+// for link.CacheTTL from before they asked, and the mark is set before the store is read.
+const askedTTL = link.CacheTTL + 5*time.Second
 
 // absent marks a cached "no such link".
 const absent = "-"
@@ -32,6 +37,27 @@ if (redis.call('GET', KEYS[2]) or '') == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 end
 return 0`)
+
+// getMarking reads the cached view and version and, on a miss, marks the code as asked
+// about before the caller reads the store: a creation that finds no mark knows that no layer
+// can hold an answer from before it (see Created).
+var getMarking = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[3], '1', 'PX', ARGV[1])
+end
+return {v or '', redis.call('GET', KEYS[2]) or ''}`)
+
+// createdScript invalidates a new code only if some layer may hold an answer about it: its
+// asked mark or a cached view exists. It answers 1 when it invalidated.
+var createdScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
+  return 0
+end
+redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1])
+return 1`)
 
 // Redis is the link service's Redis cache.
 type Redis struct {
@@ -45,13 +71,13 @@ func New(rdb *redis.Client, log *slog.Logger) *Redis { return &Redis{rdb: rdb, l
 // Get returns the cached view of code and its version, in one round trip; cached is false on
 // a miss or a Redis failure, so the caller falls back to the database.
 func (c *Redis) Get(ctx context.Context, code string) (r link.Resolved, found, cached bool, version string) {
-	vals, err := c.rdb.MGet(ctx, keyPrefix+code, versionPrefix+code).Result()
-	if err != nil {
+	vals, err := getMarking.Run(ctx, c.rdb, c.keys(code), askedTTL.Milliseconds()).StringSlice()
+	if err != nil || len(vals) != 2 {
 		c.log.WarnContext(ctx, "link cache read failed", "err", err)
 		return r, false, false, ""
 	}
-	version, _ = vals[1].(string)
-	v, ok := vals[0].(string)
+	v, version := vals[0], vals[1]
+	ok := v != ""
 	switch {
 	case !ok:
 		return r, false, false, version
@@ -83,13 +109,40 @@ func (c *Redis) Put(ctx context.Context, code, version string, r link.Resolved, 
 	}
 }
 
+// keys are the cache keys of code, in the order the scripts take them.
+func (c *Redis) keys(code string) []string {
+	return []string{keyPrefix + code, versionPrefix + code, askedPrefix + code}
+}
+
+// versionTTL is how long a version outlives its last bump: it only has to outlive reads in
+// flight, and a day bounds memory.
+const versionTTL = 24 * time.Hour
+
+// Created tells the caches that code now exists. Almost no new code was ever asked about,
+// so in the common case this is one round trip that writes nothing and tells no gateway:
+// at thousands of creations a second a full invalidation each would keep a version key per
+// code for a day and make every gateway drop fills in flight thousands of times a second.
+// A code that was asked about (or cached) is invalidated in full.
+func (c *Redis) Created(ctx context.Context, code string) {
+	n, err := createdScript.Run(ctx, c.rdb, c.keys(code), versionTTL.Milliseconds()).Int()
+	if err != nil {
+		c.log.WarnContext(ctx, "link cache invalidation failed", "code", code, "err", err)
+	}
+	if n == 1 || err != nil {
+		c.publish(ctx, code)
+	}
+}
+
+func (c *Redis) publish(ctx context.Context, code string) {
+	c.publish(ctx, code)
+}
+
 // Invalidate bumps the code's version (so in-flight reads cannot store), deletes the cached
 // view and publishes code on link.InvalidationChannel.
 func (c *Redis) Invalidate(ctx context.Context, code string) {
 	pipe := c.rdb.TxPipeline()
 	pipe.Incr(ctx, versionPrefix+code)
-	// The version only has to outlive reads in flight; a day is plenty and bounds memory.
-	pipe.Expire(ctx, versionPrefix+code, 24*time.Hour)
+	pipe.Expire(ctx, versionPrefix+code, versionTTL)
 	pipe.Del(ctx, keyPrefix+code)
 	if _, err := pipe.Exec(ctx); err != nil {
 		c.log.WarnContext(ctx, "link cache invalidation failed", "code", code, "err", err)

@@ -63,3 +63,46 @@ func TestRedisCache(t *testing.T) {
 		t.Fatalf("broadcast %v %v", msg, err)
 	}
 }
+
+// A creation invalidates only a code some layer may hold an answer about: one that was
+// asked about (a miss marks it before the store is read) or is cached. A code nobody asked
+// about costs no write and no broadcast.
+func TestCreatedInvalidatesOnlyCodesAskedAbout(t *testing.T) {
+	rdb := testenv.Redis(t)
+	c := New(rdb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := context.Background()
+	fresh, asked := testenv.Name("f"), testenv.Name("a")
+	sub := rdb.Subscribe(ctx, link.InvalidationChannel)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	c.Created(ctx, fresh)
+	if n := rdb.Exists(ctx, versionPrefix+fresh, askedPrefix+fresh, keyPrefix+fresh).Val(); n != 0 {
+		t.Fatalf("creating a code nobody asked about wrote %d keys", n)
+	}
+
+	// A reader misses, reads the store (no such link) and caches the absence.
+	_, _, cached, before := c.Get(ctx, asked)
+	if cached {
+		t.Fatal("empty cache answered")
+	}
+	if ttl := rdb.PTTL(ctx, askedPrefix+asked).Val(); ttl <= link.CacheTTL || ttl > askedTTL {
+		t.Fatalf("asked mark TTL %s, want (%s, %s]", ttl, link.CacheTTL, askedTTL)
+	}
+	c.Put(ctx, asked, before, link.Resolved{}, false)
+	c.Created(ctx, asked)
+	if _, _, cached, _ := c.Get(ctx, asked); cached {
+		t.Fatal("the cached absence survived the creation")
+	}
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil || msg.Payload != asked {
+		t.Fatalf("broadcast %v %v, want %s only (nothing for %s)", msg, err, asked, fresh)
+	}
+	// A reader that read the store before the creation cannot cache its absence after it.
+	c.Put(ctx, asked, before, link.Resolved{}, false)
+	if _, _, cached, _ := c.Get(ctx, asked); cached {
+		t.Fatal("an absence read before the creation was cached after it")
+	}
+}

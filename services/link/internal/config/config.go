@@ -8,6 +8,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/ncruces/go-dns"
+
 	"github.com/linkmesh/linkmesh/pkg/config"
 )
 
@@ -26,12 +28,27 @@ type Config struct {
 	// DNSServer, host:port, sends the guard's lookups to one DNS server instead of the
 	// system's resolvers (a cluster DNS, or a local one in tests).
 	DNSServer string `env:"LINKMESH_DNS_SERVER"`
+	// DNSCacheTTL caps how long a resolver's answer is reused within its own TTL; 0 turns
+	// the cache off.
+	DNSCacheTTL time.Duration `env:"LINKMESH_DNS_CACHE_TTL" envDefault:"5m"`
+	// DNSNegativeTTL is how long a name that resolved to nothing (no such name, no answer
+	// within DNSTimeout) is not asked about again; 0 asks every time.
+	DNSNegativeTTL time.Duration `env:"LINKMESH_DNS_NEGATIVE_TTL" envDefault:"10s"`
 }
+
+// dnsCacheEntries bounds the answers the resolver cache keeps.
+const dnsCacheEntries = 10000
 
 // Validate checks the link service's own settings; the boot path checks the shared ones.
 func (c *Config) Validate() error {
 	if c.DNSTimeout <= 0 || c.DNSTimeout > 2*time.Second {
 		return fmt.Errorf("LINKMESH_DNS_TIMEOUT must be between 0 and 2s, got %s", c.DNSTimeout)
+	}
+	if c.DNSCacheTTL < 0 || c.DNSCacheTTL > time.Hour {
+		return fmt.Errorf("LINKMESH_DNS_CACHE_TTL must be between 0 and 1h, got %s", c.DNSCacheTTL)
+	}
+	if c.DNSNegativeTTL < 0 || c.DNSNegativeTTL > time.Minute {
+		return fmt.Errorf("LINKMESH_DNS_NEGATIVE_TTL must be between 0 and 1m, got %s", c.DNSNegativeTTL)
 	}
 	if c.DNSServer != "" {
 		if _, _, err := net.SplitHostPort(c.DNSServer); err != nil {
@@ -43,17 +60,30 @@ func (c *Config) Validate() error {
 
 // LogValue lists the link service's own settings for the start-up line.
 func (c *Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("dns_timeout", c.DNSTimeout.String()), slog.String("dns_server", c.DNSServer))
+	return slog.GroupValue(slog.String("dns_timeout", c.DNSTimeout.String()), slog.String("dns_server", c.DNSServer),
+		slog.String("dns_cache_ttl", c.DNSCacheTTL.String()), slog.String("dns_negative_ttl", c.DNSNegativeTTL.String()))
 }
 
-// Resolver is the DNS resolver the SSRF guard uses: the system's, or one pinned to DNSServer.
+// Resolver is the DNS resolver the SSRF guard uses: the system's, or one pinned to
+// DNSServer, with answers reused within their TTL (at most DNSCacheTTL). The cache is
+// ncruces/go-dns's: it sits under Go's own resolver, at the DNS message level, so it sees
+// and honours each record's TTL, which net.Resolver never exposes.
 func (c *Config) Resolver() *net.Resolver {
-	if c.DNSServer == "" {
-		return net.DefaultResolver
+	base := &net.Resolver{PreferGo: true}
+	if c.DNSServer != "" {
+		server := c.DNSServer
+		base.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, server)
+		}
 	}
-	server := c.DNSServer
-	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, server)
-	}}
+	if c.DNSCacheTTL == 0 {
+		if c.DNSServer == "" {
+			return net.DefaultResolver
+		}
+		return base
+	}
+	// Negative answers are kept by the guard itself, for DNSNegativeTTL, whatever the zone
+	// says: it also covers lookups that got no answer at all.
+	return dns.NewCachingResolver(base, dns.MaxCacheEntries(dnsCacheEntries), dns.MaxCacheTTL(c.DNSCacheTTL), dns.NegativeCache(false))
 }

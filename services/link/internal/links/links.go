@@ -94,6 +94,8 @@ type Cache interface {
 	// Invalidate drops code everywhere; a failure is the cache's to log, since every copy
 	// expires within link.CacheTTL anyway.
 	Invalidate(ctx context.Context, code string)
+	// Created drops what any layer may have cached about a code that did not exist until now.
+	Created(ctx context.Context, code string)
 }
 
 // URLChecker validates destinations; implemented by internal/urlcheck.

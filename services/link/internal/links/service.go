@@ -79,7 +79,7 @@ func (s *Service) Create(ctx context.Context, caller identity.Caller, req link.C
 		return Link{}, err
 	}
 	// Drop every cached "unknown code" answer for a code that now exists.
-	s.cache.Invalidate(ctx, l.ShortCode)
+	s.cache.Created(ctx, l.ShortCode)
 	return l, nil
 }
 

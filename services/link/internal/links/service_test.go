@@ -124,6 +124,8 @@ func (c *fakeCache) Invalidate(_ context.Context, code string) {
 	c.invalidated = append(c.invalidated, code)
 }
 
+func (c *fakeCache) Created(ctx context.Context, code string) { c.Invalidate(ctx, code) }
+
 type fakeChecker struct{}
 
 func (fakeChecker) Check(_ context.Context, raw string) error {

@@ -4,7 +4,25 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
 )
+
+// failedNames bounds how many names that resolved to nothing are remembered at once.
+const failedNames = 10000
+
+// RememberFailures makes v skip, for ttl, the lookup of a name that just resolved to
+// nothing (no such name, no answer within the bound): a caller creating many links to one
+// dead name waits for the bound once, not once per link. Such a name counts as "not
+// internal" either way, so remembering it changes no verdict. It returns v; ttl 0 turns it
+// off. Call it before v is used.
+func (v *Validator) RememberFailures(ttl time.Duration) *Validator {
+	if ttl > 0 {
+		v.failed = expirable.NewLRU[string, struct{}](failedNames, nil, ttl)
+	}
+	return v
+}
 
 // lookupResult carries a resolver's answer across the goroutine boundary.
 type lookupResult struct {
@@ -20,6 +38,11 @@ type lookupResult struct {
 // internal": the service never fetches destinations, so an unresolvable name is harmless,
 // and refusing it would make link creation depend on DNS health.
 func (v *Validator) resolvesInternal(ctx context.Context, name string) bool {
+	if v.failed != nil {
+		if _, ok := v.failed.Get(name); ok {
+			return false
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, v.timeout)
 	defer cancel()
 
@@ -36,9 +59,11 @@ func (v *Validator) resolvesInternal(ctx context.Context, name string) bool {
 	select {
 	case res = <-done:
 	case <-ctx.Done():
+		v.remember(name)
 		return false
 	}
-	if res.err != nil {
+	if res.err != nil || len(res.addrs) == 0 {
+		v.remember(name)
 		return false
 	}
 	for _, ip := range res.addrs {
@@ -49,4 +74,10 @@ func (v *Validator) resolvesInternal(ctx context.Context, name string) bool {
 		}
 	}
 	return false
+}
+
+func (v *Validator) remember(name string) {
+	if v.failed != nil {
+		v.failed.Add(name, struct{}{})
+	}
 }

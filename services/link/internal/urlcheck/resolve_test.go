@@ -3,7 +3,9 @@ package urlcheck
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
+	"sync"
 	"testing"
 	"time"
 )
@@ -112,5 +114,50 @@ func TestCheckLookupUsesCallerContext(t *testing.T) {
 	}
 	if !sawValue || !sawDeadline {
 		t.Fatalf("resolver ctx: caller value %v, deadline %v; want both", sawValue, sawDeadline)
+	}
+}
+
+// A name that resolved to nothing, or got no answer within the bound, is not asked about
+// again for a while: bulk creations to one dead name wait for the bound once. Names that
+// resolve are asked every time (their answers are the resolver cache's to keep).
+func TestRememberFailures(t *testing.T) {
+	var mu sync.Mutex
+	asked := map[string]int{}
+	r := funcResolver(func(ctx context.Context, name string) ([]net.IPAddr, error) {
+		mu.Lock()
+		asked[name]++
+		mu.Unlock()
+		switch name {
+		case "slow.example":
+			<-ctx.Done()
+			return nil, ctx.Err()
+		case "good.example":
+			return []net.IPAddr{{IP: net.ParseIP("93.184.216.34")}}, nil
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
+	})
+	for _, ttl := range []time.Duration{time.Minute, 0} {
+		clear(asked)
+		v, err := New("https://sho.rt", r, 50*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.RememberFailures(ttl)
+		for range 3 {
+			for _, u := range []string{"https://slow.example/", "https://gone.example/", "https://good.example/"} {
+				if err := v.Check(context.Background(), u); err != nil {
+					t.Fatalf("Check(%s) = %v", u, err)
+				}
+			}
+		}
+		want := map[string]int{"slow.example": 1, "gone.example": 1, "good.example": 3}
+		if ttl == 0 {
+			want = map[string]int{"slow.example": 3, "gone.example": 3, "good.example": 3}
+		}
+		mu.Lock()
+		if !maps.Equal(asked, want) {
+			t.Errorf("ttl %s: lookups %v, want %v", ttl, asked, want)
+		}
+		mu.Unlock()
 	}
 }

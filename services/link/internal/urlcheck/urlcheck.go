@@ -12,6 +12,8 @@
 package urlcheck
 
 import (
+	"github.com/hashicorp/golang-lru/v2/expirable"
+
 	"context"
 	"fmt"
 	"net"
@@ -61,6 +63,8 @@ type Validator struct {
 	resolver Resolver
 	timeout  time.Duration
 	profile  *idna.Profile
+	// failed holds names that just resolved to nothing; nil remembers none.
+	failed *expirable.LRU[string, struct{}]
 }
 
 // New builds a Validator. baseURL is the service's own public base (e.g.

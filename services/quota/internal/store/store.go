@@ -67,12 +67,16 @@ func bucketFilter(scope, key string, start time.Time) bson.D {
 	}
 }
 
-// Add changes a bucket's count by delta; see window.Ledger.
+// Add changes a bucket's count by delta; see window.Ledger. A new bucket is inserted
+// whole: on FerretDB an upsert costs a filtered read first (five times an insert's cost:
+// 712 against 3,707 writes/s measured in benchcreate), and most buckets are new, since a
+// caller rarely takes two units in one minute. Only a bucket that already exists is
+// incremented.
 func (s *Store) Add(ctx context.Context, b window.Bucket, delta int) error {
 	filter := bucketFilter(b.Scope, b.Key, b.Start)
-	inc := bson.E{Key: "$inc", Value: bson.D{{Key: "count", Value: delta}}}
+	inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "count", Value: delta}}}}
 	if delta < 0 {
-		if _, err := s.coll.UpdateOne(ctx, filter, bson.D{inc}); err != nil {
+		if _, err := s.coll.UpdateOne(ctx, filter, inc); err != nil {
 			return fmt.Errorf("decrement quota bucket: %w", err)
 		}
 		return nil
@@ -81,21 +85,25 @@ func (s *Store) Add(ctx context.Context, b window.Bucket, delta int) error {
 	if b.Anonymous {
 		anonymous = 1
 	}
-	update := bson.D{inc, {Key: "$set", Value: bson.D{
-		{Key: "is_anonymous", Value: anonymous},
-		{Key: "expires_at", Value: b.ExpiresAt.UTC()},
-	}}}
-	var err error
 	for range upsertAttempts {
-		_, err = s.coll.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
-		if !mongo.IsDuplicateKeyError(err) {
-			break
+		_, err := s.coll.InsertOne(ctx, usageDoc{IdentityKey: b.Key, Scope: b.Scope, IsAnonymous: anonymous,
+			WindowStart: b.Start.UTC().Format(WindowStartLayout), Count: delta, ExpiresAt: b.ExpiresAt.UTC()})
+		if err == nil {
+			return nil
 		}
+		if !mongo.IsDuplicateKeyError(err) {
+			return fmt.Errorf("insert quota bucket: %w", err)
+		}
+		res, err := s.coll.UpdateOne(ctx, filter, bson.D{inc[0], {Key: "$set", Value: bson.D{{Key: "expires_at", Value: b.ExpiresAt.UTC()}}}})
+		if err != nil {
+			return fmt.Errorf("increment quota bucket: %w", err)
+		}
+		if res.MatchedCount == 1 {
+			return nil
+		}
+		// The bucket vanished between the two steps (the sweeper); insert it again.
 	}
-	if err != nil {
-		return fmt.Errorf("increment quota bucket: %w", err)
-	}
-	return nil
+	return fmt.Errorf("increment quota bucket: it kept vanishing after %d attempts", upsertAttempts)
 }
 
 // Buckets returns the counting buckets of (scope, key) from the minute from on; see

@@ -1,52 +1,76 @@
-package e2e
+package testenv
 
 import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
 
 	"golang.org/x/net/dns/dnsmessage"
 )
 
-// fakeDNS is a loopback DNS server so the SSRF guard's lookups never leave the machine:
-// names in records resolve, names starting with "slow." never get an answer, others NXDOMAIN.
-type fakeDNS struct {
+// DNS is a loopback DNS server, so lookups in tests never leave the machine: names in its
+// records resolve (TTL 60 s), names starting with "slow." never get an answer, any other
+// name is NXDOMAIN. It counts the queries it received.
+type DNS struct {
 	conn    net.PacketConn
+	mu      sync.Mutex
 	records map[string][]netip.Addr
+	queries atomic.Int64
 }
 
-func startFakeDNS() (*fakeDNS, error) {
+// StartDNS starts a DNS server on a free loopback UDP port answering records (names with
+// or without the final dot).
+func StartDNS(records map[string][]netip.Addr) (*DNS, error) {
 	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	d := &fakeDNS{conn: conn, records: map[string][]netip.Addr{
-		"public.test.":   {netip.MustParseAddr("93.184.216.34")},
-		"intranet.test.": {netip.MustParseAddr("10.1.2.3")},
-		"mixed.test.":    {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("fd00::7")},
-	}}
+	d := &DNS{conn: conn, records: map[string][]netip.Addr{}}
+	for name, addrs := range records {
+		d.records[strings.TrimSuffix(strings.ToLower(name), ".")+"."] = addrs
+	}
 	go d.serve()
 	return d, nil
 }
 
-func (d *fakeDNS) Addr() string { return d.conn.LocalAddr().String() }
+// NewDNS is StartDNS for one test, stopped at its end.
+func NewDNS(t testing.TB, records map[string][]netip.Addr) *DNS {
+	t.Helper()
+	d, err := StartDNS(records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d
+}
 
-func (d *fakeDNS) Close() { _ = d.conn.Close() }
+// Addr is the server's host:port.
+func (d *DNS) Addr() string { return d.conn.LocalAddr().String() }
 
-func (d *fakeDNS) serve() {
+// Queries is how many queries arrived so far.
+func (d *DNS) Queries() int64 { return d.queries.Load() }
+
+// Close stops the server.
+func (d *DNS) Close() { _ = d.conn.Close() }
+
+func (d *DNS) serve() {
 	buf := make([]byte, 1500)
 	for {
 		n, from, err := d.conn.ReadFrom(buf)
 		if err != nil {
 			return
 		}
+		d.queries.Add(1)
 		if resp, ok := d.answer(buf[:n]); ok {
 			_, _ = d.conn.WriteTo(resp, from)
 		}
 	}
 }
 
-func (d *fakeDNS) answer(query []byte) ([]byte, bool) {
+func (d *DNS) answer(query []byte) ([]byte, bool) {
 	var p dnsmessage.Parser
 	hdr, err := p.Start(query)
 	if err != nil {
@@ -60,7 +84,9 @@ func (d *fakeDNS) answer(query []byte) ([]byte, bool) {
 	if strings.HasPrefix(name, "slow.") {
 		return nil, false
 	}
+	d.mu.Lock()
 	addrs, known := d.records[name]
+	d.mu.Unlock()
 	rh := dnsmessage.Header{ID: hdr.ID, Response: true, Authoritative: true, RCode: dnsmessage.RCodeSuccess}
 	if !known {
 		rh.RCode = dnsmessage.RCodeNameError

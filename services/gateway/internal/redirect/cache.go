@@ -5,8 +5,9 @@ package redirect
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -22,9 +23,22 @@ import (
 type Entry struct {
 	Found bool
 	link.Resolved
-	// fetched is when the entry was filled; it is refetched link.CacheTTL later.
+	// fetched is when the fill began; the entry is never served link.CacheTTL after it.
 	fetched time.Time
+	// refreshAt is when a hit starts refreshing the entry in the background, some time
+	// between refreshFrom and refreshTo after fetched, spread so that codes filled together
+	// do not all refresh together.
+	refreshAt time.Time
 }
+
+// A hit on an entry older than its refresh point is answered from the entry while one fill
+// replaces it in the background, so a code visited at least once in the refresh window
+// never makes a visitor wait for its own refresh. An entry nobody visits in that window
+// expires at link.CacheTTL and is filled on the next visit, as before.
+const (
+	refreshFrom = link.CacheTTL / 2
+	refreshTo   = link.CacheTTL * 5 / 6
+)
 
 // Resolver asks the link service; *link.Client satisfies it.
 type Resolver interface {
@@ -47,8 +61,8 @@ func (r LinkResolver) Resolve(ctx context.Context, code string) (link.Resolved, 
 	return r.Links.Resolve(ctx, code)
 }
 
-// Cache is the gateway's cache of resolved links: bounded in size, every entry gone after
-// link.CacheTTL, one concurrent fill per code.
+// Cache is the gateway's cache of resolved links: bounded in size, no entry served after
+// link.CacheTTL, one concurrent fill per code, hot entries refreshed ahead of their bound.
 //
 // Entries carry their own fetch time and are checked against the caller's clock instead of
 // using an expiring LRU, because that reads the system clock on every hit, and the redirect
@@ -57,10 +71,16 @@ type Cache struct {
 	entries  *lru.Cache[string, Entry]
 	resolver Resolver
 	fills    singleflight.Group
-	// gen counts invalidations; a fill that started before one must not store its answer,
-	// which may predate the change.
-	gen atomic.Uint64
+
+	// mu orders a fill's store against invalidations of the same code: a fill that was in
+	// flight when its code was invalidated must not store its answer, which may predate the
+	// change. Hits never take it.
+	mu       sync.Mutex
+	inflight map[string]*fill
 }
+
+// fill is one fill in flight; stale is set when its code is invalidated meanwhile.
+type fill struct{ stale bool }
 
 // NewCache returns a cache of at most size entries.
 func NewCache(size int, resolver Resolver) *Cache {
@@ -68,7 +88,7 @@ func NewCache(size int, resolver Resolver) *Cache {
 	if err != nil {
 		panic(err) // only for size < 1, which configuration refuses
 	}
-	return &Cache{entries: entries, resolver: resolver}
+	return &Cache{entries: entries, resolver: resolver, inflight: map[string]*fill{}}
 }
 
 // Lookup returns the entry for code as of now, asking the link service on a miss or when the
@@ -76,40 +96,66 @@ func NewCache(size int, resolver Resolver) *Cache {
 // is kept.
 func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (Entry, error) {
 	if e, ok := c.entries.Get(code); ok && now.Sub(e.fetched) < link.CacheTTL {
+		if !now.Before(e.refreshAt) {
+			code = strings.Clone(code)
+			// Joins the code's fill in flight if there is one; nobody waits for it.
+			c.fills.DoChan(code, func() (any, error) { return c.fill(code, now) })
+		}
 		return e, nil
 	}
 	code = strings.Clone(code)
-	// The fill serves every waiter, so the first caller going away must not cancel it.
-	fillCtx := context.WithoutCancel(ctx)
-	v, err, _ := c.fills.Do(code, func() (any, error) {
-		gen := c.gen.Load()
-		r, err := c.resolver.Resolve(fillCtx, code)
-		var e Entry
-		switch {
-		case err == nil:
-			e = Entry{Found: true, Resolved: r, fetched: now}
-		case errs.IsKind(err, errs.KindNotFound):
-			e = Entry{fetched: now}
-		default:
-			return Entry{}, err
-		}
-		if c.gen.Load() == gen {
-			c.entries.Add(code, e)
-		}
-		return e, nil
-	})
+	v, err, _ := c.fills.Do(code, func() (any, error) { return c.fill(code, now) })
 	if err != nil {
 		return Entry{}, err
 	}
 	return v.(Entry), nil
 }
 
-// Forget drops code, so the next visit asks the link service again: it also keeps fills in
-// flight from storing, and new visits from joining them.
+// fill asks the link service about code and stores the answer unless code was invalidated
+// meanwhile. It serves every waiter, so no caller's cancellation reaches it.
+func (c *Cache) fill(code string, now time.Time) (Entry, error) {
+	f := &fill{}
+	c.mu.Lock()
+	c.inflight[code] = f
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if c.inflight[code] == f {
+			delete(c.inflight, code)
+		}
+		c.mu.Unlock()
+	}()
+	r, err := c.resolver.Resolve(context.Background(), code)
+	var e Entry
+	switch {
+	case err == nil:
+		e = Entry{Found: true, Resolved: r}
+	case errs.IsKind(err, errs.KindNotFound):
+	default:
+		return Entry{}, err
+	}
+	e.fetched = now
+	e.refreshAt = now.Add(refreshFrom + rand.N(refreshTo-refreshFrom))
+	c.mu.Lock()
+	if !f.stale {
+		c.entries.Add(code, e)
+	}
+	c.mu.Unlock()
+	return e, nil
+}
+
+// Forget drops code, so the next visit asks the link service again: a fill of code in
+// flight will not store its answer, and new visits do not join it. Other codes' fills are
+// untouched.
 func (c *Cache) Forget(code string) {
-	c.gen.Add(1)
-	c.fills.Forget(code)
+	c.mu.Lock()
+	if f := c.inflight[code]; f != nil {
+		f.stale = true
+		delete(c.inflight, code)
+	}
 	c.entries.Remove(code)
+	c.mu.Unlock()
+	c.fills.Forget(code)
 }
 
 // Len is the number of cached entries.

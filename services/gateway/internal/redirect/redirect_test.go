@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"encoding/json"
+	"fmt"
 	"github.com/gofiber/fiber/v2"
 	"io"
 	"log/slog"
@@ -26,11 +27,18 @@ type fakeResolver struct {
 	calls atomic.Int32
 	delay time.Duration
 	fail  error
+	gate  chan struct{} // when set, Resolve waits for it to close
 }
 
 func (f *fakeResolver) Resolve(_ context.Context, code string) (link.Resolved, error) {
 	f.calls.Add(1)
 	time.Sleep(f.delay)
+	f.mu.Lock()
+	gate := f.gate
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {
@@ -122,14 +130,119 @@ func TestCacheServesHitsAndNegativeEntries(t *testing.T) {
 	if n := res.calls.Load(); n != 3 {
 		t.Fatalf("Forget did not drop the entry: calls = %d", n)
 	}
-	// Every copy expires by itself: link.CacheTTL after its fill it is fetched again.
-	_, _ = c.Lookup(ctx, "live", now.Add(link.CacheTTL-time.Second))
-	if n := res.calls.Load(); n != 3 {
-		t.Fatalf("entry refetched before its TTL: calls = %d", n)
-	}
+	// Every copy expires by itself: an entry nobody visited is fetched again, synchronously,
+	// link.CacheTTL after its fill.
 	_, _ = c.Lookup(ctx, "live", now.Add(link.CacheTTL+time.Second))
 	if n := res.calls.Load(); n != 4 {
 		t.Fatalf("entry older than link.CacheTTL served from cache: calls = %d", n)
+	}
+}
+
+// A hot code never waits on its own refresh: a hit past the entry's refresh point is
+// answered from the entry at once while exactly one fill replaces it in the background,
+// and the entry is refreshed before link.CacheTTL runs out.
+func TestHotEntriesRefreshAhead(t *testing.T) {
+	res := &fakeResolver{links: map[string]link.Resolved{"hot": {DestinationURL: "https://old.example", ExpiresAt: now.Add(time.Hour)}}}
+	c := NewCache(10, res)
+	ctx := context.Background()
+	if _, err := c.Lookup(ctx, "hot", now); err != nil {
+		t.Fatal(err)
+	}
+	if n := res.calls.Load(); n != 1 {
+		t.Fatalf("calls = %d", n)
+	}
+	// Before the refresh window nothing is asked.
+	if _, err := c.Lookup(ctx, "hot", now.Add(refreshFrom-time.Millisecond)); err != nil || res.calls.Load() != 1 {
+		t.Fatalf("asked before the refresh window: calls %d, %v", res.calls.Load(), err)
+	}
+	res.mu.Lock()
+	res.links["hot"] = link.Resolved{DestinationURL: "https://new.example", ExpiresAt: now.Add(time.Hour)}
+	gate := make(chan struct{})
+	res.gate = gate
+	res.mu.Unlock()
+	late := now.Add(refreshTo)
+	// The refresh is held until every hit has been answered: a hit that waited for it
+	// would never return.
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			e, err := c.Lookup(ctx, "hot", late)
+			if err != nil || e.DestinationURL != "https://old.example" {
+				t.Errorf("hit during refresh = %+v, %v; want the cached entry", e.Resolved, err)
+			}
+		})
+	}
+	answered := make(chan struct{})
+	go func() { wg.Wait(); close(answered) }()
+	select {
+	case <-answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("hits waited for the refresh of their own entry")
+	}
+	close(gate)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		e, _ := c.Lookup(ctx, "hot", late)
+		if e.DestinationURL == "https://new.example" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the background refresh never stored its answer")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := res.calls.Load(); n != 2 {
+		t.Fatalf("resolver calls = %d, want 2 (one fill, one refresh)", n)
+	}
+	// The refreshed entry counts from the refresh: served until late + link.CacheTTL.
+	if _, err := c.Lookup(ctx, "hot", late.Add(link.CacheTTL-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := c.entries.Get("hot"); !ok || !e.fetched.Equal(late) {
+		t.Fatalf("refreshed entry fetched at %v, want %v", e.fetched, late)
+	}
+}
+
+// Refresh points are spread over the window, so codes filled together do not all refresh
+// together.
+func TestRefreshPointsAreSpread(t *testing.T) {
+	res := &fakeResolver{}
+	c := NewCache(1000, res)
+	seen := map[time.Duration]bool{}
+	for i := range 200 {
+		code := fmt.Sprintf("c%d", i)
+		if _, err := c.Lookup(context.Background(), code, now); err != nil {
+			t.Fatal(err)
+		}
+		e, _ := c.entries.Get(code)
+		d := e.refreshAt.Sub(now)
+		if d < refreshFrom || d >= refreshTo {
+			t.Fatalf("refresh after %s, want within [%s, %s)", d, refreshFrom, refreshTo)
+		}
+		seen[d.Truncate(time.Second)] = true
+	}
+	if len(seen) < 5 {
+		t.Fatalf("200 refresh points fell into only %d distinct seconds", len(seen))
+	}
+}
+
+// Invalidating one code leaves every other code's fill in flight alone: under steady
+// creation traffic (each creation may broadcast one) cold codes must still get cached.
+func TestInvalidationIsPerCode(t *testing.T) {
+	res := &fakeResolver{delay: 100 * time.Millisecond, links: map[string]link.Resolved{"cold": {DestinationURL: "https://e.com", ExpiresAt: now.Add(time.Hour)}}}
+	c := NewCache(10, res)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = c.Lookup(context.Background(), "cold", now)
+	}()
+	time.Sleep(30 * time.Millisecond)
+	for i := range 50 {
+		c.Forget(fmt.Sprintf("other%d", i))
+	}
+	<-done
+	if _, ok := c.entries.Get("cold"); !ok {
+		t.Fatal("invalidating other codes discarded this code's fill")
 	}
 }
 

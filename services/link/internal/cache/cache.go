@@ -134,7 +134,9 @@ func (c *Redis) Created(ctx context.Context, code string) {
 }
 
 func (c *Redis) publish(ctx context.Context, code string) {
-	c.publish(ctx, code)
+	if err := c.rdb.Publish(ctx, link.InvalidationChannel, code).Err(); err != nil {
+		c.log.WarnContext(ctx, "link invalidation publish failed", "code", code, "err", err)
+	}
 }
 
 // Invalidate bumps the code's version (so in-flight reads cannot store), deletes the cached
@@ -147,7 +149,5 @@ func (c *Redis) Invalidate(ctx context.Context, code string) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		c.log.WarnContext(ctx, "link cache invalidation failed", "code", code, "err", err)
 	}
-	if err := c.rdb.Publish(ctx, link.InvalidationChannel, code).Err(); err != nil {
-		c.log.WarnContext(ctx, "link invalidation publish failed", "code", code, "err", err)
-	}
+	c.publish(ctx, code)
 }

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"net/netip"
 	"strings"
+
+	"github.com/gofiber/fiber/v2"
 )
 
 // Resolver picks the client address of a request.
@@ -37,6 +39,28 @@ func (r *Resolver) ClientIP(peer netip.Addr, forwardedFor string) netip.Addr {
 		}
 	}
 	return client
+}
+
+// FromRequest is ClientIP of a request. Every X-Forwarded-For line counts: a proxy that adds
+// its own line must not leave the client's line in charge.
+func (r *Resolver) FromRequest(c *fiber.Ctx) netip.Addr {
+	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	lines := c.Request().Header.PeekAll(fiber.HeaderXForwardedFor)
+	if len(lines) == 0 {
+		return peer.Unmap()
+	}
+	xff := make([]string, len(lines))
+	for i, l := range lines {
+		xff[i] = string(l)
+	}
+	return r.ClientIP(peer, strings.Join(xff, ","))
+}
+
+// FromTrustedProxy reports whether the request's socket peer is a trusted proxy, whose
+// edge headers (such as CF-IPCountry) may be believed.
+func (r *Resolver) FromTrustedProxy(c *fiber.Ctx) bool {
+	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	return r.isTrusted(peer.Unmap())
 }
 
 func (r *Resolver) isTrusted(a netip.Addr) bool {

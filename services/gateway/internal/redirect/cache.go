@@ -99,12 +99,16 @@ func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (Entry, 
 		if !now.Before(e.refreshAt) {
 			code = strings.Clone(code)
 			// Joins the code's fill in flight if there is one; nobody waits for it.
-			c.fills.DoChan(code, func() (any, error) { return c.fill(code, now) })
+			fctx := context.WithoutCancel(ctx)
+			c.fills.DoChan(code, func() (any, error) { return c.fill(fctx, code, now) })
 		}
 		return e, nil
 	}
 	code = strings.Clone(code)
-	v, err, _ := c.fills.Do(code, func() (any, error) { return c.fill(code, now) })
+	// The fill serves every waiter, so the first caller going away must not cancel it; it
+	// keeps the caller's trace.
+	fctx := context.WithoutCancel(ctx)
+	v, err, _ := c.fills.Do(code, func() (any, error) { return c.fill(fctx, code, now) })
 	if err != nil {
 		return Entry{}, err
 	}
@@ -112,8 +116,8 @@ func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (Entry, 
 }
 
 // fill asks the link service about code and stores the answer unless code was invalidated
-// meanwhile. It serves every waiter, so no caller's cancellation reaches it.
-func (c *Cache) fill(code string, now time.Time) (Entry, error) {
+// meanwhile.
+func (c *Cache) fill(ctx context.Context, code string, now time.Time) (Entry, error) {
 	f := &fill{}
 	c.mu.Lock()
 	c.inflight[code] = f
@@ -125,7 +129,7 @@ func (c *Cache) fill(code string, now time.Time) (Entry, error) {
 		}
 		c.mu.Unlock()
 	}()
-	r, err := c.resolver.Resolve(context.Background(), code)
+	r, err := c.resolver.Resolve(ctx, code)
 	var e Entry
 	switch {
 	case err == nil:

@@ -52,17 +52,8 @@ func NewGate(v Validator, keys *identity.Keys, ips *clientip.Resolver, keyer *cl
 	return &Gate{auth: v, keys: keys, ips: ips, keyer: keyer, secure: secure}
 }
 
-// clientAddr is the caller's address per the trusted-proxy rules. Every X-Forwarded-For
-// line counts: a proxy that adds its own line must not leave the client's line in charge.
-func (g *Gate) clientAddr(c *fiber.Ctx) netip.Addr {
-	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
-	lines := c.Request().Header.PeekAll(fiber.HeaderXForwardedFor)
-	xff := make([]string, len(lines))
-	for i, l := range lines {
-		xff[i] = string(l)
-	}
-	return g.ips.ClientIP(peer, strings.Join(xff, ","))
-}
+// clientAddr is the caller's address per the trusted-proxy rules.
+func (g *Gate) clientAddr(c *fiber.Ctx) netip.Addr { return g.ips.FromRequest(c) }
 
 // IdentityKey is the HMAC of the caller's address: what quotas and audit records keep. It
 // is derived once per request, however many internal calls carry it.

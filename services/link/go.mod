@@ -11,7 +11,12 @@ require (
 	go.mongodb.org/mongo-driver/v2 v2.9.3
 )
 
-require go.opentelemetry.io/otel/trace v1.47.0 // indirect
+require (
+	github.com/maxmind/mmdbwriter v1.2.0 // indirect
+	github.com/oschwald/maxminddb-golang/v2 v2.1.1 // indirect
+	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	go4.org/netipx v0.0.0-20231129151722-fdeea329fbba // indirect
+)
 
 require (
 	github.com/andybalholm/brotli v1.1.0 // indirect

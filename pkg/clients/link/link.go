@@ -62,6 +62,10 @@ type Created struct {
 
 // Resolved is what the redirect path needs to answer for a code.
 type Resolved struct {
+	// ID and OwnerID name the link and its owner (empty for an anonymous link) on the
+	// clicks the gateway records; visitors never see them.
+	ID             string    `json:"id"`
+	OwnerID        string    `json:"owner_id,omitempty"`
 	ShortCode      string    `json:"short_code"`
 	DestinationURL string    `json:"destination_url"`
 	Status         string    `json:"status"`

@@ -4,17 +4,21 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/service"
+	"github.com/linkmesh/linkmesh/pkg/stream"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/captcha"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/clicks"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/config"
 	gwhttp "github.com/linkmesh/linkmesh/services/gateway/internal/http"
@@ -36,7 +40,13 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		cancelSub()
 		return service.Parts{}, err
 	}
-	gate := session.NewGate(authClient, env.Keys, clientip.NewResolver(cfg.Proxies),
+	ips := clientip.NewResolver(cfg.Proxies)
+	recorder, closeGeo, err := newRecorder(cfg, env)
+	if err != nil {
+		cancelSub()
+		return service.Parts{}, err
+	}
+	gate := session.NewGate(authClient, env.Keys, ips,
 		clientip.NewKeyer(cfg.IdentitySecret.Reveal()), cfg.CookieSecure)
 	transport := otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(env.TracerProvider))
 	gwhttp.Register(env.Server.App(), gwhttp.Deps{
@@ -46,9 +56,34 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		Gate:       gate,
 		BaseURL:    cfg.BaseURL,
 		Captcha:    captcha.New(cfg.CaptchaVerifyURL, cfg.CaptchaSecret.Reveal(), transport),
-		Redirect:   redirect.NewHandler(cache),
+		Redirect:   redirect.NewHandler(cache, recorder, ips),
 		Health:     map[string]gwhttp.Probe{pkgconfig.Auth: authHTTP.Ready, pkgconfig.Link: linkHTTP.Ready},
 		Logger:     env.Logger,
 	})
-	return service.Parts{Close: cancelSub}, nil
+	return service.Parts{Workers: []func(context.Context){recorder.Run}, Close: func() { cancelSub(); closeGeo() }}, nil
+}
+
+// newRecorder builds the click pipeline's edge: enrichment (GeoIP when configured, the
+// shared daily salt) and the producer onto the clicks stream.
+func newRecorder(cfg *config.Config, env *service.Env) (*clicks.Recorder, func(), error) {
+	var countries clicks.Countries
+	closeGeo := func() {}
+	if cfg.GeoIPDB != "" {
+		geo, err := clicks.OpenGeoIP(cfg.GeoIPDB)
+		if err != nil {
+			return nil, nil, err
+		}
+		countries, closeGeo = geo, func() { _ = geo.Close() }
+	}
+	enricher, err := clicks.NewEnricher(countries, clicks.NewRedisSalts(env.Stores.Redis))
+	if err != nil {
+		closeGeo()
+		return nil, nil, fmt.Errorf("user agent parser: %w", err)
+	}
+	producer, err := stream.NewProducer(stream.ProducerOptions{Client: env.Stores.Redis, Stream: analytics.Stream, Logger: env.Logger, QueueSize: cfg.ClickQueue})
+	if err != nil {
+		closeGeo()
+		return nil, nil, err
+	}
+	return clicks.NewRecorder(cfg.ClickQueue, enricher, producer, env.Logger), closeGeo, nil
 }

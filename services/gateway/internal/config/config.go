@@ -27,6 +27,13 @@ type Config struct {
 	CaptchaVerifyURL  string        `env:"LINKMESH_CAPTCHA_VERIFY_URL"`
 	CaptchaSecret     config.Secret `env:"LINKMESH_CAPTCHA_SECRET"`
 
+	// GeoIPDB is the path of a MaxMind DB country database; unset, countries come only from
+	// a trusted edge's CF-IPCountry and are otherwise Unknown.
+	GeoIPDB string `env:"LINKMESH_GEOIP_DB"`
+	// ClickQueue bounds the visits waiting to become clicks; beyond it visits are dropped
+	// and counted, never waited for.
+	ClickQueue int `env:"LINKMESH_CLICK_QUEUE" envDefault:"100000"`
+
 	// CookieSecure adds Secure to the session cookie (HTTPS deployments).
 	CookieSecure bool `env:"LINKMESH_COOKIE_SECURE" envDefault:"false"`
 
@@ -42,6 +49,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RedirectCacheSize < 1 {
 		return errors.New("LINKMESH_REDIRECT_CACHE_SIZE must be positive")
+	}
+	if c.ClickQueue < 1 || c.ClickQueue > 10_000_000 {
+		return fmt.Errorf("LINKMESH_CLICK_QUEUE must be between 1 and 10000000, got %d", c.ClickQueue)
 	}
 	if err := config.Together("LINKMESH_CAPTCHA_VERIFY_URL", c.CaptchaVerifyURL, "LINKMESH_CAPTCHA_SECRET", c.CaptchaSecret.Reveal()); err != nil {
 		return err
@@ -73,6 +83,8 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("captcha_verify_url", c.CaptchaVerifyURL),
 		slog.Any("captcha_secret", c.CaptchaSecret),
 		slog.Bool("cookie_secure", c.CookieSecure),
+		slog.String("geoip_db", c.GeoIPDB),
+		slog.Int("click_queue", c.ClickQueue),
 	)
 }
 

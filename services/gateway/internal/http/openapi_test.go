@@ -289,7 +289,7 @@ func newTestApp(t *testing.T, authDown *bool) *fiber.App {
 	Register(srv.App(), Deps{
 		Gate:     session.NewGate(sessions, keys, clientip.NewResolver(nil), clientip.NewKeyer(testSecret), false),
 		BaseURL:  "http://localhost:8080",
-		Redirect: redirect.NewHandler(redirect.NewCache(16, fakeLinks{})),
+		Redirect: redirect.NewHandler(redirect.NewCache(16, fakeLinks{}), nil, clientip.NewResolver(nil)),
 		Health: map[string]Probe{
 			"auth": func(context.Context) error {
 				if authDown != nil && *authDown {

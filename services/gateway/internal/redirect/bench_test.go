@@ -13,6 +13,8 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/clicks"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
 )
 
 // BenchmarkRedirect compares a warm cache hit through the gateway's server stack with a bare
@@ -24,7 +26,7 @@ func BenchmarkRedirect(b *testing.B) {
 	paths := make([]string, n)
 	for i := range n {
 		code := "c" + strconv.Itoa(i)
-		links[code] = link.Resolved{DestinationURL: "https://example.com/" + code, Status: link.StatusActive, ExpiresAt: time.Now().Add(time.Hour)}
+		links[code] = link.Resolved{ID: "id-" + code, DestinationURL: "https://example.com/" + code, Status: link.StatusActive, ExpiresAt: time.Now().Add(time.Hour)}
 		dest[code] = links[code].DestinationURL
 		paths[i] = "/" + code
 	}
@@ -35,7 +37,14 @@ func BenchmarkRedirect(b *testing.B) {
 	})
 	cache := NewCache(10*n, &fakeResolver{links: links})
 	full := server.New(server.Options{Name: "gw", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: noop.NewTracerProvider()})
-	full.App().Get("/:code", NewHandler(cache).Serve)
+	// Clicks go into a queue a goroutine drains, as the real recorder's does.
+	rec := chanRecorder(make(chan clicks.Visit, 1<<16))
+	go func() {
+		for range rec {
+		}
+	}()
+	defer close(rec)
+	full.App().Get("/:code", NewHandler(cache, rec, clientip.NewResolver(nil)).Serve)
 
 	for _, tc := range []struct {
 		name string
@@ -59,5 +68,14 @@ func BenchmarkRedirect(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+type chanRecorder chan clicks.Visit
+
+func (c chanRecorder) Record(v clicks.Visit) {
+	select {
+	case c <- v:
+	default:
 	}
 }

@@ -3,6 +3,9 @@ package redirect
 import (
 	"time"
 
+	"github.com/linkmesh/linkmesh/services/gateway/internal/clicks"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
@@ -11,12 +14,23 @@ import (
 
 // Handler answers GET and HEAD /{code}.
 type Handler struct {
-	cache *Cache
-	now   func(c *fiber.Ctx) time.Time
+	cache  *Cache
+	now    func(c *fiber.Ctx) time.Time
+	clicks Recorder
+	ips    *clientip.Resolver
 }
 
-// NewHandler serves redirects from cache.
-func NewHandler(cache *Cache) *Handler { return &Handler{cache: cache, now: requestTime} }
+// Recorder takes the visits that count as clicks; *clicks.Recorder satisfies it. Record
+// must not block.
+type Recorder interface {
+	Record(v clicks.Visit)
+}
+
+// NewHandler serves redirects from cache. Each GET answered 302 is handed to rec (when not
+// nil), with the client address ips finds.
+func NewHandler(cache *Cache, rec Recorder, ips *clientip.Resolver) *Handler {
+	return &Handler{cache: cache, now: requestTime, clicks: rec, ips: ips}
+}
 
 // requestTime is when the server began handling the request; fasthttp has already read the
 // clock for it.
@@ -46,5 +60,22 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 		return errs.E(errs.KindGone, "short link has expired")
 	}
 	c.Set(fiber.HeaderLocation, e.DestinationURL)
+	if h.clicks != nil && c.Method() == fiber.MethodGet && e.ID != "" {
+		h.record(c, e, now)
+	}
 	return c.SendStatus(fiber.StatusFound)
+}
+
+// record hands the visit over, its strings copied out of the request buffers, which the
+// server reuses once the handler returns.
+func (h *Handler) record(c *fiber.Ctx, e Entry, now time.Time) {
+	v := clicks.Visit{LinkID: e.ID, OwnerID: e.OwnerID, Code: e.ShortCode, At: now,
+		IP:        h.ips.FromRequest(c),
+		UserAgent: string(c.Request().Header.UserAgent()),
+		Referer:   string(c.Request().Header.Referer()),
+	}
+	if h.ips.FromTrustedProxy(c) {
+		v.EdgeCountry = string(c.Request().Header.Peek("CF-IPCountry"))
+	}
+	h.clicks.Record(v)
 }

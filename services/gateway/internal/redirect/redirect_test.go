@@ -5,19 +5,23 @@ import (
 
 	"encoding/json"
 	"fmt"
-	"github.com/gofiber/fiber/v2"
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
+
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/clicks"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
@@ -53,13 +57,72 @@ func (f *fakeResolver) Resolve(_ context.Context, code string) (link.Resolved, e
 
 var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
+// visits records what the handler hands over.
+type visits struct {
+	mu   sync.Mutex
+	list []clicks.Visit
+}
+
+func (v *visits) Record(x clicks.Visit) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.list = append(v.list, x)
+}
+
 func newTestApp(res *fakeResolver) (*server.Server, *Cache) {
+	s, c, _ := newRecordingApp(res, nil)
+	return s, c
+}
+
+func newRecordingApp(res *fakeResolver, trusted []netip.Prefix) (*server.Server, *Cache, *visits) {
 	cache := NewCache(100, res)
-	h := NewHandler(cache)
+	rec := &visits{}
+	h := NewHandler(cache, rec, clientip.NewResolver(trusted))
 	h.now = func(*fiber.Ctx) time.Time { return now }
 	s := server.New(server.Options{Name: "gw", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: noop.NewTracerProvider()})
 	s.App().Get("/:code", h.Serve)
-	return s, cache
+	return s, cache, rec
+}
+
+// Only a GET answered 302 is a visit; HEAD and every 4xx are not. The visit carries the
+// link, its owner, the client address per the trusted-proxy rules, the User-Agent, the
+// Referer and, from a trusted proxy only, CF-IPCountry.
+func TestOnlyRedirectedGetsAreRecorded(t *testing.T) {
+	res := &fakeResolver{links: map[string]link.Resolved{
+		"live":     {ID: "L1", OwnerID: "O1", ShortCode: "live", DestinationURL: "https://example.com", Status: link.StatusActive, ExpiresAt: now.Add(time.Hour)},
+		"expired":  {ID: "L2", ShortCode: "expired", DestinationURL: "https://example.com", Status: link.StatusActive, ExpiresAt: now},
+		"disabled": {ID: "L3", ShortCode: "disabled", DestinationURL: "https://example.com", Status: link.StatusDisabled, ExpiresAt: now.Add(time.Hour)},
+	}}
+	s, _, rec := newRecordingApp(res, []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")})
+	for _, r := range []struct{ method, path string }{{"GET", "/live"}, {"HEAD", "/live"}, {"GET", "/expired"}, {"GET", "/disabled"}, {"GET", "/unknown"}} {
+		req := httptest.NewRequest(r.method, r.path, nil)
+		req.Header.Set("User-Agent", "Mozilla/5.0 Firefox/120.0")
+		req.Header.Set("Referer", "https://ref.example/p?t=1")
+		req.Header.Set("X-Forwarded-For", "203.0.113.7")
+		req.Header.Set("CF-IPCountry", "FR")
+		if _, err := s.App().Test(req, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(rec.list) != 1 {
+		t.Fatalf("%d visits recorded, want 1 (the GET of /live)", len(rec.list))
+	}
+	v := rec.list[0]
+	if v.LinkID != "L1" || v.OwnerID != "O1" || v.Code != "live" || !v.At.Equal(now) || v.IP != netip.MustParseAddr("203.0.113.7") ||
+		v.UserAgent != "Mozilla/5.0 Firefox/120.0" || v.Referer != "https://ref.example/p?t=1" || v.EdgeCountry != "FR" {
+		t.Fatalf("visit %+v", v)
+	}
+	// From an untrusted peer, neither X-Forwarded-For nor CF-IPCountry is believed.
+	s, _, rec = newRecordingApp(res, nil)
+	req := httptest.NewRequest("GET", "/live", nil)
+	req.Header.Set("X-Forwarded-For", "203.0.113.7")
+	req.Header.Set("CF-IPCountry", "FR")
+	if _, err := s.App().Test(req, -1); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.list) != 1 || rec.list[0].EdgeCountry != "" || rec.list[0].IP == netip.MustParseAddr("203.0.113.7") {
+		t.Fatalf("untrusted visit %+v", rec.list)
+	}
 }
 
 func TestRedirectStatuses(t *testing.T) {

@@ -29,8 +29,8 @@ func (l Link) Expired(now time.Time) bool { return l.Resolved().Expired(now) }
 
 // Resolved is the redirect view of l.
 func (l Link) Resolved() link.Resolved {
-	return link.Resolved{ShortCode: l.ShortCode, DestinationURL: l.DestinationURL, Status: l.Status,
-		ExpiresAt: l.ExpiresAt, AutoRenew: l.AutoRenew}
+	return link.Resolved{ID: l.ID, OwnerID: l.OwnerID, ShortCode: l.ShortCode, DestinationURL: l.DestinationURL,
+		Status: l.Status, ExpiresAt: l.ExpiresAt, AutoRenew: l.AutoRenew}
 }
 
 // Change names the fields of a stored link to set; nil fields stay as they are.

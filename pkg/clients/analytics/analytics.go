@@ -1,0 +1,175 @@
+// Package analytics is the click event the gateway puts on the clicks stream and the typed
+// client of the analytics service, which stores clicks and answers for them.
+package analytics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/httpclient"
+)
+
+// Stream is the Redis stream clicks travel on, from the gateways to the analytics service.
+const Stream = "clicks"
+
+// Values a click records when it knows nothing better.
+const (
+	// Unknown is the country, device, browser or OS nobody could tell.
+	Unknown = "Unknown"
+	// Direct is the referrer of a visit no page sent (no Referer header).
+	Direct = "direct"
+)
+
+// Device types of a click.
+const (
+	DeviceDesktop = "desktop"
+	DeviceMobile  = "mobile"
+	DeviceTablet  = "tablet"
+)
+
+// Click is one counted visit. It holds no client address: Visitor is a keyed hash under a
+// salt that lives one day.
+type Click struct {
+	// EventID names the click for good, so storing it twice keeps it once.
+	EventID    string
+	LinkID     string
+	OwnerID    string
+	ShortCode  string
+	ClickedAt  time.Time
+	Country    string
+	Referrer   string
+	DeviceType string
+	Browser    string
+	OS         string
+	// Visitor is empty when the day's salt could not be had; the click still counts.
+	Visitor string
+}
+
+// Stream field names.
+const (
+	fEvent    = "event"
+	fLink     = "link"
+	fOwner    = "owner"
+	fCode     = "code"
+	fAt       = "at"
+	fCountry  = "country"
+	fReferrer = "referrer"
+	fDevice   = "device"
+	fBrowser  = "browser"
+	fOS       = "os"
+	fVisitor  = "visitor"
+)
+
+// Values are c's stream fields.
+func (c Click) Values() map[string]any {
+	return map[string]any{
+		fEvent: c.EventID, fLink: c.LinkID, fOwner: c.OwnerID, fCode: c.ShortCode,
+		fAt: strconv.FormatInt(c.ClickedAt.UnixMilli(), 10), fCountry: c.Country, fReferrer: c.Referrer,
+		fDevice: c.DeviceType, fBrowser: c.Browser, fOS: c.OS, fVisitor: c.Visitor,
+	}
+}
+
+// ClickFromValues reads a click back from its stream fields. An entry without an event id,
+// a link or a valid time is no click.
+func ClickFromValues(v map[string]string) (Click, error) {
+	ms, err := strconv.ParseInt(v[fAt], 10, 64)
+	if err != nil || ms <= 0 {
+		return Click{}, fmt.Errorf("click entry: bad time %q", v[fAt])
+	}
+	c := Click{EventID: v[fEvent], LinkID: v[fLink], OwnerID: v[fOwner], ShortCode: v[fCode],
+		ClickedAt: time.UnixMilli(ms).UTC(), Country: v[fCountry], Referrer: v[fReferrer],
+		DeviceType: v[fDevice], Browser: v[fBrowser], OS: v[fOS], Visitor: v[fVisitor]}
+	if c.EventID == "" || c.LinkID == "" {
+		return Click{}, errors.New("click entry: no event id or link")
+	}
+	for _, f := range []*string{&c.Country, &c.DeviceType, &c.Browser, &c.OS} {
+		if *f == "" {
+			*f = Unknown
+		}
+	}
+	if c.Referrer == "" {
+		c.Referrer = Direct
+	}
+	return c, nil
+}
+
+// Day is one day of a link's clicks.
+type Day struct {
+	Date           string `json:"date"`
+	Clicks         int64  `json:"clicks"`
+	UniqueVisitors int64  `json:"unique_visitors"`
+}
+
+// Share is one value of a breakdown with its clicks.
+type Share struct {
+	Value  string `json:"value"`
+	Clicks int64  `json:"clicks"`
+}
+
+// LinkAnalytics is the answer of GET /api/user/links/{code}/analytics.
+type LinkAnalytics struct {
+	ShortCode        string  `json:"short_code"`
+	TotalClicks      int64   `json:"total_clicks"`
+	UniqueVisitors   int64   `json:"unique_visitors"`
+	From             string  `json:"from"`
+	To               string  `json:"to"`
+	Timeseries       []Day   `json:"timeseries"`
+	Countries        []Share `json:"countries"`
+	Referrers        []Share `json:"referrers"`
+	Devices          []Share `json:"devices"`
+	Browsers         []Share `json:"browsers"`
+	OperatingSystems []Share `json:"operating_systems"`
+}
+
+// Days bounds of the analytics query.
+const (
+	DefaultDays = 30
+	MaxDays     = 365
+)
+
+// CountsRequest asks for the click totals of links, and of an owner's links.
+type CountsRequest struct {
+	LinkIDs []string `json:"link_ids"`
+	OwnerID string   `json:"owner_id,omitempty"`
+}
+
+// Counts are click totals: per link id asked for (0 when none), and the owner's.
+type Counts struct {
+	Links map[string]int64 `json:"links"`
+	Owner int64            `json:"owner"`
+}
+
+// MaxCountLinks bounds the links of one counts request (a page of a list).
+const MaxCountLinks = 100
+
+// Client calls the analytics service.
+type Client struct{ hc *httpclient.Client }
+
+// New wraps an HTTP client pointed at the analytics service.
+func New(hc *httpclient.Client) *Client { return &Client{hc: hc} }
+
+// Link answers for one link over the last days days (1–MaxDays), code being how the caller
+// named it.
+func (c *Client) Link(ctx context.Context, linkID, code string, days int) (LinkAnalytics, error) {
+	q := url.Values{"code": {code}, "days": {strconv.Itoa(days)}}
+	var out LinkAnalytics
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/analytics/links/" + url.PathEscape(linkID) + "?" + q.Encode()}, &out)
+	return out, err
+}
+
+// Counts returns click totals. It only reads, so it may be retried.
+func (c *Client) Counts(ctx context.Context, req CountsRequest) (Counts, error) {
+	var out Counts
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/analytics/counts", Body: req, Idempotent: true}, &out)
+	return out, err
+}
+
+// Purge deletes every click and rollup of a link; purging again does nothing.
+func (c *Client) Purge(ctx context.Context, linkID string) error {
+	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodDelete, Path: "/internal/analytics/links/" + url.PathEscape(linkID)}, nil)
+}

@@ -1,0 +1,138 @@
+package clicks
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+)
+
+type fixedSalts []byte
+
+func (f fixedSalts) Salt(string) ([]byte, error) { return f, nil }
+
+type mapCountries map[netip.Addr]string
+
+func (m mapCountries) Country(ip netip.Addr) string { return m[ip] }
+
+func newTestEnricher(t *testing.T) *Enricher {
+	t.Helper()
+	e, err := NewEnricher(mapCountries{netip.MustParseAddr("81.2.69.142"): "GB"}, fixedSalts("salt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// Crawlers and link-preview fetchers are no clicks: uap-core's list knows them.
+func TestRobotsAreNoClicks(t *testing.T) {
+	e := newTestEnricher(t)
+	for _, ua := range []string{
+		"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+		"Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
+		"Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+		"facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+		"Twitterbot/1.0",
+		"Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)",
+		"WhatsApp/2.23.20.0",
+		"TelegramBot (like TwitterBot)",
+		"LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)",
+		"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 Safari/537.36",
+		"", // no browser sends no User-Agent
+	} {
+		if c, ok := e.Enrich(Visit{LinkID: "l", Code: "c", At: time.Now(), UserAgent: ua}); ok {
+			t.Errorf("%q recorded as a click: %+v", ua, c)
+		}
+	}
+}
+
+func TestBrowsersAreClicks(t *testing.T) {
+	e := newTestEnricher(t)
+	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		ua, device, browser, os string
+	}{
+		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36", analytics.DeviceDesktop, "Chrome", "Windows"},
+		{"Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Mobile/15E148 Safari/604.1", analytics.DeviceMobile, "Mobile Safari", "iOS"},
+		{"Mozilla/5.0 (iPad; CPU OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Mobile/15E148 Safari/604.1", analytics.DeviceTablet, "Mobile Safari", "iOS"},
+		{"Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36", analytics.DeviceMobile, "Chrome Mobile", "Android"},
+		{"Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:120.0) Gecko/20100101 Firefox/120.0", analytics.DeviceDesktop, "Firefox", "Mac OS X"},
+	} {
+		c, ok := e.Enrich(Visit{LinkID: "l1", OwnerID: "o1", Code: "abc", At: at, IP: netip.MustParseAddr("81.2.69.142"),
+			UserAgent: tc.ua, Referer: "https://News.Example.com:8443/path?token=secret"})
+		if !ok {
+			t.Fatalf("%q not recorded", tc.ua)
+		}
+		if c.DeviceType != tc.device || c.Browser != tc.browser || c.OS != tc.os {
+			t.Errorf("%q → device %q browser %q os %q; want %q %q %q", tc.ua, c.DeviceType, c.Browser, c.OS, tc.device, tc.browser, tc.os)
+		}
+		if c.Country != "GB" || c.Referrer != "news.example.com" || c.LinkID != "l1" || c.OwnerID != "o1" ||
+			c.ShortCode != "abc" || !c.ClickedAt.Equal(at) || len(c.EventID) != 32 || len(c.Visitor) != 32 {
+			t.Errorf("click %+v", c)
+		}
+	}
+}
+
+func TestCountry(t *testing.T) {
+	e := newTestEnricher(t)
+	gb := netip.MustParseAddr("81.2.69.142")
+	for _, tc := range []struct {
+		ip   netip.Addr
+		edge string
+		want string
+	}{
+		{gb, "", "GB"},
+		{netip.MustParseAddr("10.0.0.1"), "", analytics.Unknown},
+		{netip.MustParseAddr("10.0.0.1"), "de", "DE"}, // a trusted edge's header wins
+		{gb, "XX", "GB"},                              // the edge did not know
+		{gb, "T1", "GB"},                              // Tor is no country
+		{gb, "<script>", "GB"},
+	} {
+		c, _ := e.Enrich(Visit{LinkID: "l", At: time.Now(), IP: tc.ip, EdgeCountry: tc.edge, UserAgent: "Mozilla/5.0 Firefox/120.0"})
+		if c.Country != tc.want {
+			t.Errorf("ip %s edge %q → %q, want %q", tc.ip, tc.edge, c.Country, tc.want)
+		}
+	}
+}
+
+// Only the referring host is kept: a path or query may carry private tokens.
+func TestReferrerHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                      analytics.Direct,
+		"https://www.google.com/search?q=x":     "www.google.com",
+		"http://EXAMPLE.org.:80/a#frag":          "example.org",
+		"https://user:pass@host.example/secret": "host.example",
+		"https://[2001:db8::1]:8443/x":          "2001:db8::1",
+		"android-app://com.slack":               analytics.Direct,
+		"not a url":                             analytics.Direct,
+		"/relative/path":                        analytics.Direct,
+		"javascript:alert(1)":                   analytics.Direct,
+	} {
+		if got := ReferrerHost(in); got != want {
+			t.Errorf("ReferrerHost(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A visitor is the same within a day across its IPv6 /64, and unlinkable across days.
+func TestVisitorHash(t *testing.T) {
+	ua := "Mozilla/5.0 Firefox/120.0"
+	a := VisitorHash([]byte("day1"), netip.MustParseAddr("2001:db8:1:2::1"), ua)
+	if b := VisitorHash([]byte("day1"), netip.MustParseAddr("2001:db8:1:2:ffff::9"), ua); a != b {
+		t.Error("two addresses of one /64 are two visitors")
+	}
+	if b := VisitorHash([]byte("day1"), netip.MustParseAddr("2001:db8:1:3::1"), ua); a == b {
+		t.Error("two /64s are one visitor")
+	}
+	if b := VisitorHash([]byte("day2"), netip.MustParseAddr("2001:db8:1:2::1"), ua); a == b {
+		t.Error("a visitor is recognisable across days")
+	}
+	if b := VisitorHash([]byte("day1"), netip.MustParseAddr("2001:db8:1:2::1"), ua+"x"); a == b {
+		t.Error("two browsers behind one address are one visitor")
+	}
+	v4 := VisitorHash([]byte("day1"), netip.MustParseAddr("192.0.2.1"), ua)
+	if VisitorHash([]byte("day1"), netip.MustParseAddr("::ffff:192.0.2.1"), ua) != v4 {
+		t.Error("an IPv4-mapped address hashes apart from its IPv4 form")
+	}
+}

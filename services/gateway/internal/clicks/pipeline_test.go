@@ -1,0 +1,109 @@
+package clicks
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+	"github.com/linkmesh/linkmesh/pkg/stream"
+	"github.com/linkmesh/linkmesh/pkg/testenv"
+)
+
+func TestGeoIPReadsBothLayouts(t *testing.T) {
+	for _, layout := range []testenv.GeoIPLayout{testenv.GeoIPMaxMind, testenv.GeoIPLocationDB} {
+		g, err := OpenGeoIP(testenv.WriteGeoIP(t, layout, map[string]string{"81.2.69.0/24": "GB", "2a02:2770::/32": "NL"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ip, want := range map[string]string{"81.2.69.142": "GB", "::ffff:81.2.69.1": "GB", "2a02:2770:1::1": "NL", "8.8.8.8": ""} {
+			if got := g.Country(netip.MustParseAddr(ip)); got != want {
+				t.Errorf("layout %d: %s → %q, want %q", layout, ip, got, want)
+			}
+		}
+		if got := g.Country(netip.Addr{}); got != "" {
+			t.Errorf("invalid address → %q", got)
+		}
+		_ = g.Close()
+	}
+	if _, err := OpenGeoIP("/nonexistent.mmdb"); err == nil {
+		t.Fatal("a missing database opened")
+	}
+}
+
+// Every replica uses the same salt for a day, and the salt dies shortly after its day.
+func TestRedisSaltsAreSharedAndExpire(t *testing.T) {
+	rdb := testenv.Redis(t)
+	day := time.Now().UTC().Format(time.DateOnly)
+	a, err := NewRedisSalts(rdb).Salt(day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewRedisSalts(rdb).Salt(day)
+	if err != nil || string(a) != string(b) || len(a) != 32 {
+		t.Fatalf("replicas got %x and %x (%v)", a, b, err)
+	}
+	start, _ := time.Parse(time.DateOnly, day)
+	ttl := rdb.PTTL(context.Background(), saltKeyPrefix+day).Val()
+	if until := time.Until(start.Add(24*time.Hour + saltGrace)); ttl <= 0 || ttl > until+time.Second {
+		t.Fatalf("salt lives %s more, want about %s", ttl, until)
+	}
+	// A day long gone has no salt to give: its hashes can no longer be recomputed.
+	if s, err := NewRedisSalts(rdb).Salt("2020-01-01"); err == nil {
+		t.Fatalf("a destroyed day's salt came back: %x", s)
+	}
+}
+
+// A full queue drops and counts instead of blocking; what was taken reaches the stream,
+// crawlers do not, and stopping flushes everything taken.
+func TestRecorderQueuesEnrichesAndFlushes(t *testing.T) {
+	rdb := testenv.Redis(t)
+	streamName := testenv.Name("clicks")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e, err := NewEnricher(nil, NewRedisSalts(rdb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := stream.NewProducer(stream.ProducerOptions{Client: rdb, Stream: streamName, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRecorder(10, e, p, log)
+	browser := Visit{LinkID: "l1", Code: "abc", At: time.Now(), IP: netip.MustParseAddr("192.0.2.1"), UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"}
+	bot := browser
+	bot.UserAgent = "Twitterbot/1.0"
+	for range 8 {
+		r.Record(browser)
+	}
+	r.Record(bot)
+	r.Record(bot)
+	r.Record(browser) // the queue holds 10
+	if r.Accepted() != 10 || r.Dropped() != 1 {
+		t.Fatalf("accepted %d dropped %d, want 10 and 1", r.Accepted(), r.Dropped())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	cancel()
+	<-done
+	xs, err := rdb.XRange(context.Background(), streamName, "-", "+").Result()
+	if err != nil || len(xs) != 8 || r.Robots() != 2 {
+		t.Fatalf("stream holds %d entries (%v), robots %d; want 8 and 2", len(xs), err, r.Robots())
+	}
+	for _, x := range xs {
+		vals := map[string]string{}
+		for k, v := range x.Values {
+			vals[k] = v.(string)
+			if v.(string) == "192.0.2.1" {
+				t.Fatalf("the client address reached the stream: %v", x.Values)
+			}
+		}
+		c, err := analytics.ClickFromValues(vals)
+		if err != nil || c.LinkID != "l1" || c.Browser != "Firefox" || c.Visitor == "" {
+			t.Fatalf("entry %v → %+v, %v", x.Values, c, err)
+		}
+	}
+}

@@ -85,8 +85,8 @@ func TestCountry(t *testing.T) {
 		{gb, "", "GB"},
 		{netip.MustParseAddr("10.0.0.1"), "", analytics.Unknown},
 		{netip.MustParseAddr("10.0.0.1"), "de", "DE"}, // a trusted edge's header wins
-		{gb, "XX", "GB"},                              // the edge did not know
-		{gb, "T1", "GB"},                              // Tor is no country
+		{gb, "XX", "GB"}, // the edge did not know
+		{gb, "T1", "GB"}, // Tor is no country
 		{gb, "<script>", "GB"},
 	} {
 		c, _ := e.Enrich(Visit{LinkID: "l", At: time.Now(), IP: tc.ip, EdgeCountry: tc.edge, UserAgent: "Mozilla/5.0 Firefox/120.0"})
@@ -101,7 +101,7 @@ func TestReferrerHost(t *testing.T) {
 	for in, want := range map[string]string{
 		"":                                      analytics.Direct,
 		"https://www.google.com/search?q=x":     "www.google.com",
-		"http://EXAMPLE.org.:80/a#frag":          "example.org",
+		"http://EXAMPLE.org.:80/a#frag":         "example.org",
 		"https://user:pass@host.example/secret": "host.example",
 		"https://[2001:db8::1]:8443/x":          "2001:db8::1",
 		"android-app://com.slack":               analytics.Direct,

@@ -99,16 +99,3 @@ func commonLogValue(cfg Config) slog.Value {
 	}
 	return slog.GroupValue(attrs...)
 }
-
-// Datastore is the configuration of a service that so far owns only its datastores: it
-// serves its probes until its features arrive.
-type Datastore struct {
-	config.Service
-	config.Datastores
-}
-
-// Validate has nothing beyond the shared settings to check.
-func (*Datastore) Validate() error { return nil }
-
-// LogValue lists nothing beyond the shared settings.
-func (*Datastore) LogValue() slog.Value { return slog.GroupValue() }

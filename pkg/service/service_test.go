@@ -117,7 +117,7 @@ func TestLoadFillsDefaults(t *testing.T) {
 
 // The shared settings are logged the same way for every service, secrets masked.
 func TestCommonLogValueMasksSecrets(t *testing.T) {
-	cfg := &Datastore{Service: config.Service{InternalSecret: secret, ListenAddr: "127.0.0.1:1"}}
+	cfg := &datastoreConfig{Service: config.Service{InternalSecret: secret, ListenAddr: "127.0.0.1:1"}}
 	cfg.URI, cfg.Database = "mongodb://user:mongo-password@db/", "linkmesh_x"
 	cfg.URL = "redis://:redis-password@cache/0"
 	var buf bytes.Buffer
@@ -194,3 +194,13 @@ func TestRunServesWorkersAndCloses(t *testing.T) {
 		t.Fatalf("start-up line: %s", out)
 	}
 }
+
+// datastoreConfig is a service configuration with nothing but the shared settings and the
+// datastores.
+type datastoreConfig struct {
+	config.Service
+	config.Datastores
+}
+
+func (*datastoreConfig) Validate() error      { return nil }
+func (*datastoreConfig) LogValue() slog.Value { return slog.GroupValue() }

@@ -1,10 +1,12 @@
-// Command analytics runs the analytics service: privacy-preserving click analytics. It owns
-// its MongoDB database and, until its routes are built, serves only its health probes.
+// Command analytics runs the analytics service: it stores the clicks the gateways put on
+// the clicks stream, without any client address, and answers for them.
 package main
 
 import (
-	"github.com/linkmesh/linkmesh/pkg/config"
+	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/service"
+	"github.com/linkmesh/linkmesh/services/analytics/internal/app"
+	"github.com/linkmesh/linkmesh/services/analytics/internal/config"
 )
 
-func main() { service.Main(service.Spec{Name: config.Analytics, Config: &service.Datastore{}}) }
+func main() { service.Main(service.For(pkgconfig.Analytics, &config.Config{}, app.Wire)) }

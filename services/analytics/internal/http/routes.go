@@ -1,0 +1,83 @@
+// Package http exposes the analytics service's internal API: a link's analytics (asked by
+// the link service once it has checked ownership), click totals, and the purge.
+package http
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/services/analytics/internal/store"
+)
+
+// Register mounts the internal routes on app, all behind the internal token.
+func Register(app *fiber.App, keys *identity.Keys, st *store.Store, now func() time.Time) {
+	h := handlers{st: st, now: now}
+	g := app.Group("/internal/analytics", identity.Require(keys))
+	g.Get("/links/:id", h.link)
+	g.Post("/counts", h.counts)
+	g.Delete("/links/:id", h.purge)
+}
+
+type handlers struct {
+	st  *store.Store
+	now func() time.Time
+}
+
+// Days parses the days query parameter: 1–analytics.MaxDays, analytics.DefaultDays when
+// absent.
+func Days(raw string) (int, error) {
+	if raw == "" {
+		return analytics.DefaultDays, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > analytics.MaxDays {
+		return 0, errs.Invalid("days must be an integer between 1 and 365")
+	}
+	return n, nil
+}
+
+func (h handlers) link(c *fiber.Ctx) error {
+	days, err := Days(c.Query("days"))
+	if err != nil {
+		return err
+	}
+	to := h.now().UTC()
+	from := to.AddDate(0, 0, -(days - 1))
+	out, err := h.st.LinkAnalytics(c.UserContext(), strings.Clone(c.Params("id")), strings.Clone(c.Query("code")), from, to)
+	if err != nil {
+		return err
+	}
+	return c.JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) counts(c *fiber.Ctx) error {
+	var req analytics.CountsRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	if len(req.LinkIDs) > analytics.MaxCountLinks {
+		return errs.Invalid("link_ids holds at most 100 ids")
+	}
+	out, err := h.st.Counts(c.UserContext(), req.OwnerID, req.LinkIDs)
+	if err != nil {
+		return err
+	}
+	return c.JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) purge(c *fiber.Ctx) error {
+	if !identity.CallerOf(c).AtLeastModerator() {
+		return errs.Forbidden("insufficient permissions")
+	}
+	if err := h.st.Purge(c.UserContext(), strings.Clone(c.Params("id"))); err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}

@@ -1,0 +1,108 @@
+// Package pipeline runs the analytics service's work on the clicks stream: the consumer that
+// stores clicks, and the fold that adds stored clicks to the rollups under one leader.
+package pipeline
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/linkmesh/linkmesh/services/analytics/internal/store"
+)
+
+// leaderKey is the Redis key naming the replica that folds.
+const leaderKey = "linkmesh:analytics:fold-leader"
+
+// Lease timing: the leader renews every leaseRenew; a leader that stops renewing (killed,
+// partitioned) is replaced leaseTTL later. Folding one slot takes far less than leaseTTL.
+const (
+	leaseTTL   = 15 * time.Second
+	leaseRenew = 3 * time.Second
+)
+
+// slotGrace is how long after a slot ends it is folded: longer than any Save in flight
+// (their inserts are bounded by the consumer's timeout) plus clock skew between replicas.
+const slotGrace = 15 * time.Second
+
+var renewLease = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) and 1 or 0`)
+
+// Folder folds closed slots into the rollups. Every replica runs one; a Redis lease picks
+// the one that works, so no two replicas ever update a rollup at once.
+type Folder struct {
+	Store  *store.Store
+	Redis  *redis.Client
+	Logger *slog.Logger
+	Now    func() time.Time
+	// Interval is how often the leader looks for closed slots (default 1s).
+	Interval time.Duration
+}
+
+// Run folds until ctx ends.
+func (f Folder) Run(ctx context.Context) {
+	if f.Interval == 0 {
+		f.Interval = time.Second
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	t := time.NewTicker(f.Interval)
+	defer t.Stop()
+	var leaseUntil time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			// Hand the lease over at once rather than after leaseTTL.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_ = f.Redis.Eval(rctx, `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`, []string{leaderKey}, token).Err()
+			cancel()
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		if now.After(leaseUntil.Add(-leaseTTL + leaseRenew)) {
+			ok, err := renewLease.Run(ctx, f.Redis, []string{leaderKey}, token, leaseTTL.Milliseconds()).Int()
+			if err != nil || ok != 1 {
+				leaseUntil = time.Time{}
+				continue
+			}
+			leaseUntil = now.Add(leaseTTL)
+		}
+		if err := f.foldClosed(ctx, leaseUntil); err != nil && ctx.Err() == nil {
+			f.Logger.WarnContext(ctx, "fold failed; retrying", "err", err)
+		}
+	}
+}
+
+// foldClosed folds every closed slot not folded yet, while the lease lasts.
+func (f Folder) foldClosed(ctx context.Context, leaseUntil time.Time) error {
+	now := f.Now()
+	closed := store.Slot(now.Add(-slotGrace)) - 1
+	next, err := f.Store.NextSlot(ctx, closed)
+	if err != nil {
+		return err
+	}
+	if err := f.Store.ApplyPurges(ctx); err != nil {
+		return err
+	}
+	for slot := next; slot <= closed; slot++ {
+		// Stop well before the lease could pass to another replica mid-slot.
+		if time.Until(leaseUntil) < leaseTTL/2 {
+			return nil
+		}
+		sctx, cancel := context.WithTimeout(ctx, leaseTTL/3)
+		_, err := f.Store.FoldSlot(sctx, slot)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// foldID is the analytics_state document holding the next slot to fold.
+const foldID = "fold"
+
+// NextSlot is the first slot not folded yet. The first call ever starts at start.
+func (s *Store) NextSlot(ctx context.Context, start int64) (int64, error) {
+	var st struct {
+		Next int64 `bson:"next_slot"`
+	}
+	err := s.state.FindOne(ctx, bson.D{{Key: "_id", Value: foldID}}).Decode(&st)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		_, err = s.state.InsertOne(ctx, bson.D{{Key: "_id", Value: foldID}, {Key: "next_slot", Value: start}})
+		if err != nil && !mongo.IsDuplicateKeyError(err) {
+			return 0, fmt.Errorf("start fold state: %w", err)
+		}
+		return s.NextSlot(ctx, start)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read fold state: %w", err)
+	}
+	return st.Next, nil
+}
+
+// rollup is what one slot adds to one document.
+type rollup struct {
+	clicks, visitors int64
+	owner, link, day string
+	breakdown        map[string]map[string]int64 // field → value → clicks
+}
+
+// Breakdown fields of a daily rollup, by the click field they count.
+var breakdowns = []struct{ field, click string }{
+	{"countries", "country"}, {"referrers", "referrer"}, {"devices", "device_type"}, {"browsers", "browser"}, {"oss", "os"},
+}
+
+// FoldSlot adds the clicks and visitors stored in slot to the rollups, then records that
+// the next slot is slot+1. Each rollup it touches remembers the slot, so folding a slot
+// again (after a crash between two documents) adds nothing twice. Only one caller may fold
+// at a time (see Folder); the slot must be closed, i.e. no click can be stored in it
+// anymore. It returns the clicks folded.
+func (s *Store) FoldSlot(ctx context.Context, slot int64) (int64, error) {
+	gone, err := s.purgedLinks(ctx)
+	if err != nil {
+		return 0, err
+	}
+	cur, err := s.clicks.Find(ctx, bson.D{{Key: "slot", Value: slot}})
+	if err != nil {
+		return 0, fmt.Errorf("read slot clicks: %w", err)
+	}
+	var clicks []clickDoc
+	if err := cur.All(ctx, &clicks); err != nil {
+		return 0, fmt.Errorf("read slot clicks: %w", err)
+	}
+	cur, err = s.visitors.Find(ctx, bson.D{{Key: "slot", Value: slot}})
+	if err != nil {
+		return 0, fmt.Errorf("read slot visitors: %w", err)
+	}
+	var visitors []visitorDoc
+	if err := cur.All(ctx, &visitors); err != nil {
+		return 0, fmt.Errorf("read slot visitors: %w", err)
+	}
+
+	days := map[string]*rollup{}
+	links := map[string]*rollup{}
+	owners := map[string]*rollup{}
+	dayOf := func(link, day string) *rollup {
+		k := link + "|" + day
+		r := days[k]
+		if r == nil {
+			r = &rollup{link: link, day: day, breakdown: map[string]map[string]int64{}}
+			days[k] = r
+		}
+		return r
+	}
+	var folded int64
+	for _, c := range clicks {
+		if gone[c.LinkID] {
+			continue
+		}
+		folded++
+		d := dayOf(c.LinkID, c.Day)
+		d.clicks++
+		d.owner = c.OwnerID
+		values := map[string]string{"country": c.Country, "referrer": c.Referrer, "device_type": c.DeviceType, "browser": c.Browser, "os": c.OS}
+		for _, b := range breakdowns {
+			m := d.breakdown[b.field]
+			if m == nil {
+				m = map[string]int64{}
+				d.breakdown[b.field] = m
+			}
+			m[values[b.click]]++
+		}
+		l := links[c.LinkID]
+		if l == nil {
+			l = &rollup{link: c.LinkID, owner: c.OwnerID}
+			links[c.LinkID] = l
+		}
+		l.clicks++
+		if c.OwnerID != "" {
+			o := owners[c.OwnerID]
+			if o == nil {
+				o = &rollup{owner: c.OwnerID}
+				owners[c.OwnerID] = o
+			}
+			o.clicks++
+		}
+	}
+	for _, v := range visitors {
+		if !gone[v.LinkID] {
+			dayOf(v.LinkID, v.Day).visitors++
+		}
+	}
+
+	for id, r := range days {
+		inc := bson.D{{Key: "clicks", Value: r.clicks}, {Key: "unique_visitors", Value: r.visitors}}
+		for _, b := range breakdowns {
+			for v, n := range r.breakdown[b.field] {
+				inc = append(inc, bson.E{Key: b.field + "." + escapeKey(v), Value: n})
+			}
+		}
+		set := bson.D{{Key: "link_id", Value: r.link}, {Key: "day", Value: r.day}}
+		if r.owner != "" {
+			set = append(set, bson.E{Key: "owner_id", Value: r.owner})
+		}
+		if err := s.addOnce(ctx, s.daily, id, slot, inc, set); err != nil {
+			return 0, err
+		}
+	}
+	for id, r := range links {
+		if err := s.addOnce(ctx, s.links, id, slot, bson.D{{Key: "clicks", Value: r.clicks}}, bson.D{{Key: "owner_id", Value: r.owner}}); err != nil {
+			return 0, err
+		}
+	}
+	for id, r := range owners {
+		if err := s.addOnce(ctx, s.owners, id, slot, bson.D{{Key: "clicks", Value: r.clicks}}, nil); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := s.state.UpdateOne(ctx, bson.D{{Key: "_id", Value: foldID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "next_slot", Value: slot + 1}}}}); err != nil {
+		return 0, fmt.Errorf("advance fold: %w", err)
+	}
+	return folded, nil
+}
+
+// addOnce adds inc to document id unless it already holds slot's share, and records slot.
+func (s *Store) addOnce(ctx context.Context, coll *mongo.Collection, id string, slot int64, inc, set bson.D) error {
+	set = append(set, bson.E{Key: "last_slot", Value: slot})
+	filter := bson.D{{Key: "_id", Value: id}, {Key: "last_slot", Value: bson.D{{Key: "$lt", Value: slot}}}}
+	update := bson.D{{Key: "$inc", Value: inc}, {Key: "$set", Value: set}}
+	_, err := coll.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
+	if mongo.IsDuplicateKeyError(err) {
+		return nil // the document exists and already holds this slot
+	}
+	if err != nil {
+		return fmt.Errorf("fold into %s: %w", coll.Name(), err)
+	}
+	return nil
+}
+
+// purgedLinks are the links whose analytics were purged: none of their clicks is folded
+// again, whatever the stream still delivers.
+func (s *Store) purgedLinks(ctx context.Context) (map[string]bool, error) {
+	cur, err := s.purged.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, fmt.Errorf("read purged links: %w", err)
+	}
+	var docs []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("read purged links: %w", err)
+	}
+	out := make(map[string]bool, len(docs))
+	for _, d := range docs {
+		out[d.ID] = true
+	}
+	return out, nil
+}
+
+// DeleteOlderThan deletes raw clicks and visitors stored before cutoff; the rollups keep
+// their counts.
+func (s *Store) DeleteOlderThan(ctx context.Context, cutoff time.Time) (int64, error) {
+	res, err := s.clicks.DeleteMany(ctx, bson.D{{Key: "clicked_at", Value: bson.D{{Key: "$lt", Value: cutoff.UTC()}}}})
+	if err != nil {
+		return 0, fmt.Errorf("delete old clicks: %w", err)
+	}
+	n := res.DeletedCount
+	res, err = s.visitors.DeleteMany(ctx, bson.D{{Key: "slot", Value: bson.D{{Key: "$lt", Value: Slot(cutoff)}}}})
+	if err != nil {
+		return n, fmt.Errorf("delete old visitors: %w", err)
+	}
+	return n + res.DeletedCount, nil
+}
+
+// Purge deletes every click, visitor and daily rollup of linkID and leaves a tombstone, so
+// that nothing the stream still delivers for it is counted again. Its totals belong to the
+// fold (the only writer of totals), which settles them with ApplyPurges. Purging again does
+// nothing more.
+func (s *Store) Purge(ctx context.Context, linkID string) error {
+	_, err := s.purged.InsertOne(ctx, bson.D{{Key: "_id", Value: linkID}, {Key: "applied", Value: 0}, {Key: "at", Value: time.Now().UTC()}})
+	if err != nil && !mongo.IsDuplicateKeyError(err) {
+		return fmt.Errorf("purge %s: %w", linkID, err)
+	}
+	for _, coll := range []*mongo.Collection{s.clicks, s.visitors, s.daily} {
+		if _, err := coll.DeleteMany(ctx, bson.D{{Key: "link_id", Value: linkID}}); err != nil {
+			return fmt.Errorf("purge %s from %s: %w", linkID, coll.Name(), err)
+		}
+	}
+	return nil
+}
+
+// ApplyPurges takes each purged link's total out of its owner's total and deletes it. Each
+// step is guarded, so a crash between them is healed by the next call. Only the fold's
+// leader calls it.
+func (s *Store) ApplyPurges(ctx context.Context) error {
+	cur, err := s.purged.Find(ctx, bson.D{{Key: "applied", Value: 0}})
+	if err != nil {
+		return fmt.Errorf("read purges: %w", err)
+	}
+	var docs []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return fmt.Errorf("read purges: %w", err)
+	}
+	for _, p := range docs {
+		var total struct {
+			Clicks  int64  `bson:"clicks"`
+			OwnerID string `bson:"owner_id"`
+		}
+		err := s.links.FindOne(ctx, bson.D{{Key: "_id", Value: p.ID}}).Decode(&total)
+		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+			return fmt.Errorf("read purged total: %w", err)
+		}
+		if err == nil && total.OwnerID != "" && total.Clicks != 0 {
+			mark := "purged." + escapeKey(p.ID)
+			if _, err := s.owners.UpdateOne(ctx,
+				bson.D{{Key: "_id", Value: total.OwnerID}, {Key: mark, Value: bson.D{{Key: "$exists", Value: false}}}},
+				bson.D{{Key: "$inc", Value: bson.D{{Key: "clicks", Value: -total.Clicks}}}, {Key: "$set", Value: bson.D{{Key: mark, Value: 1}}}}); err != nil {
+				return fmt.Errorf("take purged total from owner: %w", err)
+			}
+		}
+		if _, err := s.links.DeleteOne(ctx, bson.D{{Key: "_id", Value: p.ID}}); err != nil {
+			return fmt.Errorf("delete purged total: %w", err)
+		}
+		if _, err := s.purged.UpdateOne(ctx, bson.D{{Key: "_id", Value: p.ID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "applied", Value: 1}}}}); err != nil {
+			return fmt.Errorf("mark purge applied: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+)
+
+// LinkAnalytics answers for linkID over the days from..to (UTC dates, inclusive), from the
+// daily rollups alone: its cost grows with the days, not the clicks.
+func (s *Store) LinkAnalytics(ctx context.Context, linkID, code string, from, to time.Time) (analytics.LinkAnalytics, error) {
+	fromDay, toDay := Day(from), Day(to)
+	cur, err := s.daily.Find(ctx, bson.D{{Key: "link_id", Value: linkID}, {Key: "day", Value: bson.D{{Key: "$gte", Value: fromDay}, {Key: "$lte", Value: toDay}}}})
+	if err != nil {
+		return analytics.LinkAnalytics{}, fmt.Errorf("read daily rollups: %w", err)
+	}
+	var raw []bson.Raw
+	if err := cur.All(ctx, &raw); err != nil {
+		return analytics.LinkAnalytics{}, fmt.Errorf("read daily rollups: %w", err)
+	}
+	byDay := map[string]analytics.Day{}
+	sums := map[string]map[string]int64{}
+	out := analytics.LinkAnalytics{ShortCode: code, From: fromDay, To: toDay}
+	for _, r := range raw {
+		var d struct {
+			Day            string `bson:"day"`
+			Clicks         int64  `bson:"clicks"`
+			UniqueVisitors int64  `bson:"unique_visitors"`
+		}
+		if err := bson.Unmarshal(r, &d); err != nil {
+			return analytics.LinkAnalytics{}, fmt.Errorf("decode daily rollup: %w", err)
+		}
+		byDay[d.Day] = analytics.Day{Date: d.Day, Clicks: d.Clicks, UniqueVisitors: d.UniqueVisitors}
+		out.TotalClicks += d.Clicks
+		out.UniqueVisitors += d.UniqueVisitors
+		for _, b := range breakdowns {
+			var m map[string]int64
+			if v, err := r.LookupErr(b.field); err == nil {
+				if err := v.Unmarshal(&m); err != nil {
+					return analytics.LinkAnalytics{}, fmt.Errorf("decode %s: %w", b.field, err)
+				}
+			}
+			if sums[b.field] == nil {
+				sums[b.field] = map[string]int64{}
+			}
+			for k, n := range m {
+				sums[b.field][unescapeKey(k)] += n
+			}
+		}
+	}
+	for d := from.UTC().Truncate(24 * time.Hour); !d.After(to); d = d.AddDate(0, 0, 1) {
+		day := Day(d)
+		if v, ok := byDay[day]; ok {
+			out.Timeseries = append(out.Timeseries, v)
+		} else {
+			out.Timeseries = append(out.Timeseries, analytics.Day{Date: day})
+		}
+	}
+	out.Countries = shares(sums["countries"])
+	out.Referrers = shares(sums["referrers"])
+	out.Devices = shares(sums["devices"])
+	out.Browsers = shares(sums["browsers"])
+	out.OperatingSystems = shares(sums["oss"])
+	return out, nil
+}
+
+// shares sorts a breakdown by clicks, most first, then by value.
+func shares(m map[string]int64) []analytics.Share {
+	out := make([]analytics.Share, 0, len(m))
+	for v, n := range m {
+		if n > 0 {
+			out = append(out, analytics.Share{Value: v, Clicks: n})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Clicks != out[j].Clicks {
+			return out[i].Clicks > out[j].Clicks
+		}
+		return out[i].Value < out[j].Value
+	})
+	return out
+}
+
+// Counts returns the click totals of linkIDs (0 for a link without clicks) and, when
+// ownerID is set, of all the owner's links. With an owner, the totals come from the
+// owner's documents; without, one lookup per link.
+func (s *Store) Counts(ctx context.Context, ownerID string, linkIDs []string) (analytics.Counts, error) {
+	out := analytics.Counts{Links: make(map[string]int64, len(linkIDs))}
+	for _, id := range linkIDs {
+		out.Links[id] = 0
+	}
+	type total struct {
+		ID     string `bson:"_id"`
+		Clicks int64  `bson:"clicks"`
+	}
+	if ownerID != "" {
+		var o total
+		err := s.owners.FindOne(ctx, bson.D{{Key: "_id", Value: ownerID}}).Decode(&o)
+		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+			return out, fmt.Errorf("read owner total: %w", err)
+		}
+		out.Owner = o.Clicks
+		if len(linkIDs) == 0 {
+			return out, nil
+		}
+		cur, err := s.links.Find(ctx, bson.D{{Key: "owner_id", Value: ownerID}})
+		if err != nil {
+			return out, fmt.Errorf("read link totals: %w", err)
+		}
+		var ts []total
+		if err := cur.All(ctx, &ts); err != nil {
+			return out, fmt.Errorf("read link totals: %w", err)
+		}
+		for _, t := range ts {
+			if _, asked := out.Links[t.ID]; asked {
+				out.Links[t.ID] = t.Clicks
+			}
+		}
+		return out, nil
+	}
+	for _, id := range linkIDs {
+		var t total
+		err := s.links.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&t)
+		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+			return out, fmt.Errorf("read link total: %w", err)
+		}
+		out.Links[id] = t.Clicks
+	}
+	return out, nil
+}

@@ -19,7 +19,7 @@ type protectedRoute struct {
 var protectedRoutes = []protectedRoute{
 	{"GET", "/api/user/dashboard", "", "user", 200},
 	{"GET", "/api/user/links", "", "user", 200},
-	{"GET", "/api/user/links/abc1234/analytics", "", "user", 0},
+	{"GET", "/api/user/links/abc1234/analytics", "", "user", 404},
 	{"POST", "/api/user/links/abc1234/renew", "{}", "user", 404}, // nobody's link: 404, no oracle
 	{"POST", "/api/user/links/abc1234/request-permanent", "{}", "user", 404},
 	{"DELETE", "/api/user/links/abc1234", "", "user", 404},

@@ -76,7 +76,12 @@ func run(m *testing.M) int {
 
 	logDir, _ := os.MkdirTemp("", "linkmesh-e2e-logs-")
 	dbPrefix = testenv.Name("e2e")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	geoDB := filepath.Join(logDir, "countries.mmdb")
+	if err := testenv.BuildGeoIP(geoDB, testenv.GeoIPLocationDB, geoCountries); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: GeoIP database:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
 		BinDir: binDir(), MongoURI: mongoURI, RedisURL: redisURL, DatabasePrefix: dbPrefix, LogDir: logDir,
@@ -95,6 +100,7 @@ func run(m *testing.M) int {
 			"LINKMESH_OIDC_ISSUER":              issuer.url,
 			"LINKMESH_OIDC_CLIENT_ID":           oidcClientID,
 			"LINKMESH_LOGIN_MAX_FAILURES":       itoa(loginFailures),
+			"LINKMESH_GEOIP_DB":                 geoDB,
 		},
 	})
 	if err != nil {
@@ -103,6 +109,13 @@ func run(m *testing.M) int {
 	}
 	gw, gw2 = svcs.GatewayURL, svcs.URLs["gateway-2"]
 	code := m.Run()
+	// No client address may have reached any document or the clicks stream.
+	if code == 0 {
+		if err := scanForClientIPs(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			code = 1
+		}
+	}
 	svcs.Stop()
 	if code != 0 {
 		fmt.Fprintln(os.Stderr, "e2e: service logs are in", logDir)

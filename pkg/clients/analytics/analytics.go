@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
 )
 
@@ -131,6 +132,18 @@ const (
 	DefaultDays = 30
 	MaxDays     = 365
 )
+
+// ParseDays reads the days of an analytics query: 1–MaxDays, DefaultDays when absent.
+func ParseDays(raw string) (int, error) {
+	if raw == "" {
+		return DefaultDays, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > MaxDays {
+		return 0, errs.Invalid("days must be an integer between 1 and %d", MaxDays)
+	}
+	return n, nil
+}
 
 // CountsRequest asks for the click totals of links, and of an owner's links.
 type CountsRequest struct {

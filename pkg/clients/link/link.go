@@ -3,6 +3,8 @@
 package link
 
 import (
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+
 	"context"
 	"net/http"
 	"net/url"
@@ -194,6 +196,13 @@ func (c *Client) Mine(ctx context.Context, query url.Values) (List, error) {
 func (c *Client) Dashboard(ctx context.Context) (Dashboard, error) {
 	var out Dashboard
 	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/links/dashboard"}, &out)
+	return out, err
+}
+
+// Analytics answers for the caller's link code; query holds days.
+func (c *Client) Analytics(ctx context.Context, code string, query url.Values) (analytics.LinkAnalytics, error) {
+	var out analytics.LinkAnalytics
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/links/" + url.PathEscape(code) + "/analytics?" + query.Encode()}, &out)
 	return out, err
 }
 

@@ -3,7 +3,6 @@
 package http
 
 import (
-	"strconv"
 	"strings"
 	"time"
 
@@ -30,21 +29,8 @@ type handlers struct {
 	now func() time.Time
 }
 
-// Days parses the days query parameter: 1–analytics.MaxDays, analytics.DefaultDays when
-// absent.
-func Days(raw string) (int, error) {
-	if raw == "" {
-		return analytics.DefaultDays, nil
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > analytics.MaxDays {
-		return 0, errs.Invalid("days must be an integer between 1 and 365")
-	}
-	return n, nil
-}
-
 func (h handlers) link(c *fiber.Ctx) error {
-	days, err := Days(c.Query("days"))
+	days, err := analytics.ParseDays(c.Query("days"))
 	if err != nil {
 		return err
 	}

@@ -490,8 +490,8 @@ func TestDocumentedAnswers(t *testing.T) {
 		{"GET", "/api/auth/me", "GET /api/auth/me", "banned", nil, "", false, 200},
 
 		{"GET", "/api/user/dashboard", "GET /api/user/dashboard", "", nil, "", false, 401},
-		{"GET", "/api/user/links/abc1234/analytics", "GET /api/user/links/{code}/analytics", "user", nil, "", false, 501},
-		{"HEAD", "/api/user/links/abc1234/analytics", "GET /api/user/links/{code}/analytics", "user", nil, "", false, 501},
+		{"GET", "/api/user/links/abc1234/analytics", "GET /api/user/links/{code}/analytics", "", nil, "", false, 401},
+		{"GET", "/api/user/links/abc1234/analytics", "GET /api/user/links/{code}/analytics", "suspended", nil, "", false, 403},
 		{"GET", "/api/user/dashboard", "GET /api/user/dashboard", "suspended", nil, "", false, 403},
 		{"DELETE", "/api/user/links/abc1234", "DELETE /api/user/links/{code}", "user", evil, "", false, 403},
 		{"GET", "/api/admin/overview", "GET /api/admin/overview", "user", nil, "", false, 403},

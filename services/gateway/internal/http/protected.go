@@ -26,7 +26,7 @@ func (h *handlers) protectedRoutes() []route {
 	return []route{
 		{"GET", "/user/dashboard", user, h.dashboard},
 		{"GET", "/user/links", user, h.myLinks},
-		{"GET", "/user/links/:code/analytics", user, nil},
+		{"GET", "/user/links/:code/analytics", user, h.linkAnalytics},
 		{"POST", "/user/links/:code/renew", user, h.renewLink},
 		{"POST", "/user/links/:code/request-permanent", user, h.requestPermanent},
 		{"DELETE", "/user/links/:code", user, h.deleteLink},
@@ -96,6 +96,15 @@ func (h *handlers) myLinks(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(list, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// linkAnalytics passes days to the link service, which checks ownership and days.
+func (h *handlers) linkAnalytics(c *fiber.Ctx) error {
+	out, err := h.Links.Analytics(c.UserContext(), c.Params("code"), passQuery(c, "days"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
 func (h *handlers) dashboard(c *fiber.Ctx) error {

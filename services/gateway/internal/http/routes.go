@@ -3,6 +3,8 @@
 package http
 
 import (
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+
 	"context"
 	"log/slog"
 	"net/url"
@@ -32,6 +34,7 @@ type Links interface {
 	Renew(ctx context.Context, code string, req link.RenewRequest) (link.Link, error)
 	Delete(ctx context.Context, code string) error
 	Dashboard(ctx context.Context) (link.Dashboard, error)
+	Analytics(ctx context.Context, code string, query url.Values) (analytics.LinkAnalytics, error)
 }
 
 // Auth is what the routes ask of the auth service; *auth.Client satisfies it.

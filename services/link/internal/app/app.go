@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
@@ -37,6 +38,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		// Longer than the quota service takes to settle a reservation (5 s at most), so an
 		// answer is never abandoned with its unit taken.
 		Quota: quota.New(env.Peer(pkgconfig.Quota, cfg.QuotaURL, 6*time.Second)), Logger: env.Logger,
+		Clicks: analytics.New(env.Peer(pkgconfig.Analytics, cfg.AnalyticsURL, 0)),
 	})
 	linkhttp.Register(env.Server.App(), env.Keys, svc)
 	// An auto-renewing link never answers 410 (the rule reads auto_renew); its expires_at is

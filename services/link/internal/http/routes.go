@@ -23,6 +23,7 @@ func Register(app *fiber.App, keys *identity.Keys, svc *links.Service) {
 	g.Get("/:code/info", h.info)
 	g.Post("/:code/renew", h.renew)
 	g.Get("/:code/owned", h.owned)
+	g.Get("/:code/analytics", h.analytics)
 	g.Put("/:code/auto-renew", h.autoRenew)
 	g.Delete("/:code", h.delete)
 }
@@ -42,6 +43,14 @@ func (h handlers) create(c *fiber.Ctx) error {
 		ShortCode: l.ShortCode, ShortURL: h.svc.ShortURL(l.ShortCode), DestinationURL: l.DestinationURL,
 		ExpiresAt: l.ExpiresAt, CreatedAt: l.CreatedAt,
 	}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) analytics(c *fiber.Ctx) error {
+	out, err := h.svc.Analytics(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("code")), c.Query("days"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
 func (h handlers) resolve(c *fiber.Ctx) error {

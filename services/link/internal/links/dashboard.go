@@ -33,11 +33,6 @@ func (s *Service) Dashboard(ctx context.Context, caller identity.Caller) (link.D
 		}
 		*c.into = n
 	}
-	clicks, err := s.store.Clicks(ctx, caller.UserID)
-	if err != nil {
-		return link.Dashboard{}, err
-	}
-	d.TotalClicks = clicks
 	q.State, q.Limit = StateAll, recentLinks
 	recent, _, err := s.store.List(ctx, q)
 	if err != nil {
@@ -48,6 +43,9 @@ func (s *Service) Dashboard(ctx context.Context, caller identity.Caller) (link.D
 		v := s.view(l)
 		v.OwnerID = ""
 		d.RecentLinks = append(d.RecentLinks, v)
+	}
+	if d.TotalClicks, err = s.countClicks(ctx, caller.UserID, d.RecentLinks); err != nil {
+		return link.Dashboard{}, err
 	}
 	if d.Quota, err = s.accountQuota(ctx, caller); err != nil {
 		return link.Dashboard{}, err

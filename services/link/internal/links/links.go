@@ -21,7 +21,6 @@ type Link struct {
 	DeletedAt      *time.Time
 	Status         string
 	AutoRenew      bool
-	ClickCount     int64
 }
 
 // Expired reports whether visitors of l get 410 at now: auto-renewing links never expire.
@@ -77,8 +76,6 @@ type Store interface {
 	Update(ctx context.Context, code string, ch Change) error
 	// Count counts q's links (Skip and Limit unused).
 	Count(ctx context.Context, q ListQuery) (int64, error)
-	// Clicks sums the click counts of ownerID's live links.
-	Clicks(ctx context.Context, ownerID string) (int64, error)
 	// UpdateLive applies ch to the live link with code owned by ownerID; false when there is
 	// none (unknown, another owner's, or soft-deleted meanwhile).
 	UpdateLive(ctx context.Context, code, ownerID string, ch Change) (bool, error)

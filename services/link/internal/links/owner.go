@@ -46,6 +46,9 @@ func (s *Service) Mine(ctx context.Context, caller identity.Caller, get func(str
 		v.OwnerID = "" // the owner's own view
 		out.Links = append(out.Links, v)
 	}
+	if _, err := s.countClicks(ctx, caller.UserID, out.Links); err != nil {
+		return link.List{}, err
+	}
 	return out, nil
 }
 
@@ -144,6 +147,6 @@ func (s *Service) change(ctx context.Context, caller identity.Caller, code strin
 // view is the owner and admin view of l.
 func (s *Service) view(l Link) link.Link {
 	return link.Link{ID: l.ID, ShortCode: l.ShortCode, ShortURL: s.ShortURL(l.ShortCode), DestinationURL: l.DestinationURL,
-		OwnerID: l.OwnerID, Status: l.Status, Expired: l.Expired(s.now()), AutoRenew: l.AutoRenew, ClickCount: l.ClickCount,
+		OwnerID: l.OwnerID, Status: l.Status, Expired: l.Expired(s.now()), AutoRenew: l.AutoRenew,
 		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt}
 }

@@ -2,6 +2,7 @@ package links
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -87,4 +88,46 @@ func TestOwnedAndAutoRenew(t *testing.T) {
 	}
 	_, err = s.SetAutoRenew(ctx, mod, "nope", true)
 	wantErr(t, err, errs.KindNotFound, link.MsgNotFound)
+}
+
+// Click counts come from the analytics service, which owns every click; the analytics of a
+// link answer for its owner only, through the one ownership check.
+func TestClicksAndAnalytics(t *testing.T) {
+	s, st, _ := newService()
+	clicks := &fakeClicks{links: map[string]int64{"id-a": 7, "id-b": 2}, owners: map[string]int64{"u1": 11}}
+	s.clicks = clicks
+	ctx := context.Background()
+	st.links["a"] = Link{ID: "id-a", ShortCode: "a", OwnerID: "u1", Status: link.StatusActive, ExpiresAt: now.Add(time.Hour), CreatedAt: now}
+	st.links["b"] = Link{ID: "id-b", ShortCode: "b", OwnerID: "u1", Status: link.StatusActive, ExpiresAt: now.Add(time.Hour), CreatedAt: now.Add(-time.Minute)}
+	st.links["gone"] = Link{ID: "id-g", ShortCode: "gone", OwnerID: "u1", Status: link.StatusActive, ExpiresAt: now.Add(time.Hour), DeletedAt: &now}
+	st.links["theirs"] = Link{ID: "id-t", ShortCode: "theirs", OwnerID: "u2", Status: link.StatusActive, ExpiresAt: now.Add(time.Hour)}
+
+	list, err := s.Mine(ctx, user, func(string) string { return "" })
+	if err != nil || len(list.Links) != 2 || list.Links[0].ClickCount != 7 || list.Links[1].ClickCount != 2 {
+		t.Fatalf("mine: %+v %v", list, err)
+	}
+	a, err := s.Analytics(ctx, user, "a", "")
+	if err != nil || a.TotalClicks != 7 || a.ShortCode != "a" || a.From != "30" {
+		t.Fatalf("analytics: %+v %v", a, err)
+	}
+	if a, err := s.Analytics(ctx, user, "a", "365"); err != nil || a.From != "365" {
+		t.Fatalf("365 days: %+v %v", a, err)
+	}
+	for _, days := range []string{"0", "366", "-1", "7.5", "x", "1e2"} {
+		_, err := s.Analytics(ctx, user, "a", days)
+		wantErr(t, err, errs.KindInvalid, "days must be an integer between 1 and 365")
+	}
+	other := identity.Caller{UserID: "u2", Role: "user"}
+	for _, tc := range []struct {
+		caller identity.Caller
+		code   string
+	}{{other, "a"}, {anon, "a"}, {user, "gone"}, {user, "theirs"}, {user, "nosuch"}} {
+		_, err := s.Analytics(ctx, tc.caller, tc.code, "")
+		wantErr(t, err, errs.KindNotFound, link.MsgNotFound)
+	}
+	clicks.fail = errors.New("connection refused")
+	_, err = s.Analytics(ctx, user, "a", "")
+	wantErr(t, err, errs.KindUnavailable, "analytics service unavailable")
+	_, err = s.Mine(ctx, user, func(string) string { return "" })
+	wantErr(t, err, errs.KindUnavailable, "analytics service unavailable")
 }

@@ -29,6 +29,8 @@ type Options struct {
 	Cache Cache
 	URLs  URLChecker
 	Quota Quota
+	// Clicks answers for the links' clicks (the analytics service).
+	Clicks Clicks
 	// BaseURL is the public base of short links.
 	BaseURL string
 	Logger  *slog.Logger
@@ -40,6 +42,7 @@ type Service struct {
 	cache   Cache
 	urls    URLChecker
 	quota   Quota
+	clicks  Clicks
 	log     *slog.Logger
 	baseURL string
 	now     func() time.Time
@@ -48,7 +51,7 @@ type Service struct {
 
 // NewService wires the rules.
 func NewService(o Options) *Service {
-	return &Service{store: o.Store, cache: o.Cache, urls: o.URLs, quota: o.Quota, log: o.Logger,
+	return &Service{store: o.Store, cache: o.Cache, urls: o.URLs, quota: o.Quota, clicks: o.Clicks, log: o.Logger,
 		baseURL: strings.TrimRight(o.BaseURL, "/"), now: time.Now, newCode: NewCode}
 }
 

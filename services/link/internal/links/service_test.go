@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
@@ -85,14 +86,23 @@ func (s *fakeStore) Count(ctx context.Context, q ListQuery) (int64, error) {
 	return n, err
 }
 
-func (s *fakeStore) Clicks(_ context.Context, owner string) (int64, error) {
-	var n int64
-	for _, l := range s.links {
-		if l.OwnerID == owner && l.DeletedAt == nil {
-			n += l.ClickCount
-		}
+// fakeClicks answers click totals from a table of clicks per link and owner.
+type fakeClicks struct {
+	links  map[string]int64
+	owners map[string]int64
+	fail   error
+}
+
+func (f *fakeClicks) Counts(_ context.Context, req analytics.CountsRequest) (analytics.Counts, error) {
+	out := analytics.Counts{Links: map[string]int64{}, Owner: f.owners[req.OwnerID]}
+	for _, id := range req.LinkIDs {
+		out.Links[id] = f.links[id]
 	}
-	return n, s.failErr
+	return out, f.fail
+}
+
+func (f *fakeClicks) Link(_ context.Context, linkID, code string, days int) (analytics.LinkAnalytics, error) {
+	return analytics.LinkAnalytics{ShortCode: code, TotalClicks: f.links[linkID], From: fmt.Sprint(days)}, f.fail
 }
 
 type fakeCache struct {
@@ -185,7 +195,7 @@ func newServiceWithQuota() (*Service, *fakeStore, *fakeCache, *fakeQuota) {
 	st := &fakeStore{links: map[string]Link{}}
 	c := &fakeCache{entries: map[string]*link.Resolved{}}
 	q := &fakeQuota{limit: 1000, taken: map[string]int{}}
-	s := NewService(Options{Store: st, Cache: c, URLs: fakeChecker{}, Quota: q, BaseURL: "https://sho.rt/",
+	s := NewService(Options{Store: st, Cache: c, URLs: fakeChecker{}, Quota: q, BaseURL: "https://sho.rt/", Clicks: &fakeClicks{},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	s.now = func() time.Time { return now }
 	return s, st, c, q

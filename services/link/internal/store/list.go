@@ -6,7 +6,6 @@ import (
 	"regexp"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
@@ -34,27 +33,6 @@ func (s *Store) Count(ctx context.Context, q links.ListQuery) (int64, error) {
 		return 0, fmt.Errorf("count links: %w", err)
 	}
 	return n, nil
-}
-
-// Clicks sums the click counts of ownerID's live links.
-func (s *Store) Clicks(ctx context.Context, ownerID string) (int64, error) {
-	cur, err := s.links.Aggregate(ctx, mongo.Pipeline{
-		{{Key: "$match", Value: bson.D{{Key: "owner_id", Value: ownerID}, live()}}},
-		{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "clicks", Value: bson.D{{Key: "$sum", Value: "$click_count"}}}}}},
-	})
-	if err != nil {
-		return 0, fmt.Errorf("sum clicks: %w", err)
-	}
-	var out []struct {
-		Clicks int64 `bson:"clicks"`
-	}
-	if err := cur.All(ctx, &out); err != nil {
-		return 0, fmt.Errorf("read click sum: %w", err)
-	}
-	if len(out) == 0 {
-		return 0, nil
-	}
-	return out[0].Clicks, nil
 }
 
 // listFilter is the filter of q: the owner's live links in q's state, with q's substring.

@@ -28,7 +28,6 @@ type doc struct {
 	DeletedAt      *time.Time `bson:"deleted_at,omitempty"`
 	Status         string     `bson:"status"`
 	AutoRenew      int        `bson:"auto_renew"`
-	ClickCount     int64      `bson:"click_count"`
 }
 
 // Store is the MongoDB link store.
@@ -146,8 +145,7 @@ func live() bson.E { return bson.E{Key: "deleted_at", Value: bson.D{{Key: "$exis
 
 func toDoc(l links.Link) doc {
 	d := doc{ID: l.ID, ShortCode: l.ShortCode, DestinationURL: l.DestinationURL, OwnerID: l.OwnerID,
-		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt, Status: l.Status,
-		ClickCount: l.ClickCount, AutoRenew: autoRenew(l.AutoRenew)}
+		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt, Status: l.Status, AutoRenew: autoRenew(l.AutoRenew)}
 	return d
 }
 
@@ -162,5 +160,5 @@ func autoRenew(on bool) int {
 func fromDoc(d doc) links.Link {
 	return links.Link{ID: d.ID, ShortCode: d.ShortCode, DestinationURL: d.DestinationURL, OwnerID: d.OwnerID,
 		CreatedAt: d.CreatedAt.UTC(), ExpiresAt: d.ExpiresAt.UTC(), DeletedAt: d.DeletedAt, Status: d.Status,
-		AutoRenew: d.AutoRenew != 0, ClickCount: d.ClickCount}
+		AutoRenew: d.AutoRenew != 0}
 }

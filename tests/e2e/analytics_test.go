@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+	"github.com/linkmesh/linkmesh/tests/internal/stack"
+)
+
+// geoCountries is the e2e GeoIP database.
+var geoCountries = map[string]string{"81.2.69.0/24": "GB", "2a02:2770::/32": "DE"}
+
+// Client addresses the analytics test visits from; none may ever be stored.
+var visitorIPs = []string{"81.2.69.10", "2a02:2770:1::1", "2a02:2770:1::2", "198.51.100.7"}
+
+const (
+	chromeWindows = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
+	safariIPhone  = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 Mobile/15E148 Safari/604.1"
+	firefoxLinux  = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"
+)
+
+// 50 browser GETs, 10 HEADs and 10 crawler GETs make exactly 50 clicks, with the country
+// of the GeoIP database, the referring host only, and the device, browser and OS of each
+// User-Agent; the link's list entry and the owner's dashboard count them too.
+func TestClickAnalytics(t *testing.T) {
+	owner := register(t)
+	r := as(t, owner.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/analytics"}`)
+	if r.status != 201 {
+		t.Fatalf("shorten: %d %s", r.status, r.body)
+	}
+	code := r.object(t)["short_code"].(string)
+	visit := func(method, ip, ua, referer string) {
+		t.Helper()
+		h := map[string]string{"X-Forwarded-For": ip, "User-Agent": ua}
+		if referer != "" {
+			h["Referer"] = referer
+		}
+		if r := doWith(t, method, "/"+code, "", h); r.status != 302 {
+			t.Fatalf("%s /%s: %d", method, code, r.status)
+		}
+	}
+	for i := range 20 {
+		visit("GET", "81.2.69.10", chromeWindows, fmt.Sprintf("https://News.Example.com/story?token=secret%d", i))
+		visit("GET", visitorIPs[1+i%2], safariIPhone, "") // one household: one /64
+	}
+	for range 10 {
+		visit("GET", "198.51.100.7", firefoxLinux, "https://t.co/abc")
+		visit("HEAD", "81.2.69.10", chromeWindows, "")
+	}
+	for _, ua := range []string{
+		"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+		"Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+		"facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+		"Twitterbot/1.0",
+		"Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)",
+		"WhatsApp/2.23.20.0",
+		"TelegramBot (like TwitterBot)",
+		"LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)",
+		"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 Safari/537.36",
+		"Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
+	} {
+		visit("GET", "81.2.69.10", ua, "https://news.example.com/")
+	}
+
+	var got analytics.LinkAnalytics
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		r := as(t, owner.cookie, "GET", "/api/user/links/"+code+"/analytics?days=7", "")
+		if r.status != 200 {
+			t.Fatalf("analytics: %d %s", r.status, r.body)
+		}
+		got = analytics.LinkAnalytics{}
+		if err := json.Unmarshal(r.body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.TotalClicks >= 50 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	// A little longer: nothing beyond the 50 may arrive.
+	time.Sleep(2 * time.Second)
+	r = as(t, owner.cookie, "GET", "/api/user/links/"+code+"/analytics?days=7", "")
+	got = analytics.LinkAnalytics{}
+	if err := json.Unmarshal(r.body, &got); err != nil {
+		t.Fatal(err)
+	}
+	today := time.Now().UTC().Format(time.DateOnly)
+	if got.TotalClicks != 50 || got.UniqueVisitors != 3 || got.ShortCode != code || got.To != today || len(got.Timeseries) != 7 {
+		t.Fatalf("analytics %s", r.body)
+	}
+	last := got.Timeseries[6]
+	if last.Date != today || last.Clicks != 50 || last.UniqueVisitors != 3 || got.Timeseries[0].Clicks != 0 {
+		t.Fatalf("timeseries %+v", got.Timeseries)
+	}
+	for name, pair := range map[string][2]string{
+		"countries":         {fmt.Sprint(got.Countries), "[{DE 20} {GB 20} {Unknown 10}]"},
+		"referrers":         {fmt.Sprint(got.Referrers), "[{direct 20} {news.example.com 20} {t.co 10}]"},
+		"devices":           {fmt.Sprint(got.Devices), "[{desktop 30} {mobile 20}]"},
+		"browsers":          {fmt.Sprint(got.Browsers), "[{Chrome 20} {Mobile Safari 20} {Firefox 10}]"},
+		"operating_systems": {fmt.Sprint(got.OperatingSystems), "[{Windows 20} {iOS 20} {Linux 10}]"},
+	} {
+		if pair[0] != pair[1] {
+			t.Errorf("%s = %s, want %s", name, pair[0], pair[1])
+		}
+	}
+	if strings.Contains(string(r.body), "token") || strings.Contains(string(r.body), "secret") {
+		t.Errorf("a referrer's path or query reached the answer: %s", r.body)
+	}
+
+	list := as(t, owner.cookie, "GET", "/api/user/links", "").object(t)
+	if n := list["links"].([]any)[0].(map[string]any)["click_count"]; n != float64(50) {
+		t.Errorf("list click_count = %v, want 50", n)
+	}
+	if n := as(t, owner.cookie, "GET", "/api/user/dashboard", "").object(t)["total_clicks"]; n != float64(50) {
+		t.Errorf("dashboard total_clicks = %v, want 50", n)
+	}
+	// Only the owner gets an answer; days are checked.
+	other := register(t)
+	as(t, other.cookie, "GET", "/api/user/links/"+code+"/analytics", "").wantError(t, 404, "short link not found")
+	as(t, owner.cookie, "GET", "/api/user/links/"+code+"/analytics?days=0", "").wantError(t, 400, "days must be an integer between 1 and 365")
+	as(t, owner.cookie, "GET", "/api/user/links/"+code+"/analytics?days=366", "").wantError(t, 400, "days must be an integer between 1 and 365")
+}
+
+// scanForClientIPs looks through every document of every service database and every entry
+// of the clicks stream for a client address the tests used.
+func scanForClientIPs(ctx context.Context) error {
+	mc, err := mongo.Connect(options.Client().ApplyURI(mongoURI))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = mc.Disconnect(context.Background()) }()
+	needles := append([]string{"198.18."}, visitorIPs...)
+	found := func(where, text string) error {
+		for _, n := range needles {
+			if strings.Contains(text, n) {
+				return fmt.Errorf("client address %s found in %s: %.300s", n, where, text)
+			}
+		}
+		return nil
+	}
+	for _, svc := range stack.ServiceNames() {
+		db := mc.Database(dbPrefix + "_" + svc)
+		colls, err := db.ListCollectionNames(ctx, bson.D{})
+		if err != nil {
+			return err
+		}
+		for _, coll := range colls {
+			cur, err := db.Collection(coll).Find(ctx, bson.D{})
+			if err != nil {
+				return err
+			}
+			for cur.Next(ctx) {
+				if err := found(svc+"."+coll, cur.Current.String()); err != nil {
+					return err
+				}
+			}
+			if err := cur.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	opts, err := redis.ParseURL(redisURL)
+	if err != nil {
+		return err
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	xs, err := rdb.XRange(ctx, analytics.Stream, "-", "+").Result()
+	if err != nil {
+		return err
+	}
+	for _, x := range xs {
+		if err := found("the clicks stream", fmt.Sprint(x.Values)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -7,7 +7,7 @@ DATA     ?= $(CURDIR)/.linkmesh
 GO       ?= go
 
 .DEFAULT_GOAL := help
-.PHONY: help deps build run test test-unit test-go test-isolated bench bench-owner bench-create fmt lint tidy clean
+.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create fmt lint tidy clean
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -20,11 +20,14 @@ build: ## Build every service and the local tools into ./bin
 	@for s in $(SERVICES); do $(GO) build -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
 	@cd tests && $(GO) build -o $(BIN)/devstack ./cmd/devstack && $(GO) build -o $(BIN)/benchredirect ./cmd/benchredirect && $(GO) build -o $(BIN)/benchowner ./cmd/benchowner && $(GO) build -o $(BIN)/benchcreate ./cmd/benchcreate
 
-run: deps build ## Run the whole system on this machine (gateway on :8080, embedded datastores in ./.linkmesh)
-	@$(BIN)/devstack run -data $(DATA) -bin $(BIN)
+run: deps build geoip ## Run the whole system on this machine (gateway on :8080, embedded datastores in ./.linkmesh)
+	@LINKMESH_GEOIP_DB=$${LINKMESH_GEOIP_DB:-$(DATA)/geoip/countries.mmdb} $(BIN)/devstack run -data $(DATA) -bin $(BIN)
 
-test: deps build lint ## Lint, then every test: unit, integration (real Redis + FerretDB/PostgreSQL), end-to-end
-	@$(BIN)/devstack exec -- $(MAKE) --no-print-directory test-go
+geoip: ## Fetch the country database (ip-location-db, CC BY 4.0) into ./.linkmesh/geoip once
+	@deploy/local/fetch-geoip.sh $(DATA)/geoip
+
+test: deps build geoip lint ## Lint, then every test: unit, integration (real Redis + FerretDB/PostgreSQL), end-to-end
+	@LINKMESH_TEST_GEOIP_DB=$(DATA)/geoip/countries.mmdb $(BIN)/devstack exec -- $(MAKE) --no-print-directory test-go
 
 test-go: test-isolated ## (inside `make test`) go test -race over every module against the running datastores
 	@for m in $(MODULES); do \

@@ -27,6 +27,7 @@ var (
 	dnsServer *testenv.DNS
 	otlp      *otlpReceiver
 	issuer    *oidcIssuer
+	services  *stack.Services // the running stack, for drills that kill and restart a service
 )
 
 // The bootstrap super admin of the e2e stack.
@@ -85,7 +86,8 @@ func run(m *testing.M) int {
 	defer cancel()
 	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
 		BinDir: binDir(), MongoURI: mongoURI, RedisURL: redisURL, DatabasePrefix: dbPrefix, LogDir: logDir,
-		GatewayReplicas: 1,
+		GatewayReplicas:   1,
+		AnalyticsReplicas: 1,
 		Env: map[string]string{
 			"LINKMESH_BASE_URL": baseURL,
 			// Tests give each scenario its own client address through a trusted proxy hop.
@@ -108,6 +110,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	gw, gw2 = svcs.GatewayURL, svcs.URLs["gateway-2"]
+	services = svcs
 	code := m.Run()
 	// No client address may have reached any document or the clicks stream.
 	if code == 0 {

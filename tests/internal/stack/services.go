@@ -34,7 +34,15 @@ type Services struct {
 
 	logger   *slog.Logger
 	procs    map[string]*process
+	started  map[string]startedAs
 	stopOnce sync.Once
+}
+
+// startedAs is how a service process was started, so that it can be started again.
+type startedAs struct {
+	opts   ServicesOptions
+	binary string
+	env    []string
 }
 
 // ServicesOptions configures StartServices.
@@ -52,6 +60,9 @@ type ServicesOptions struct {
 	// GatewayReplicas starts that many more gateways (gateway-2, gateway-3, …) on free ports
 	// beside the first, as replicas behind a load balancer would run.
 	GatewayReplicas int
+	// AnalyticsReplicas starts that many more analytics services (analytics-2, …), all
+	// consuming the same stream in the same group.
+	AnalyticsReplicas int
 	// Wrap prefixes a service's command, e.g. {"gateway": {"taskset", "-c", "1"}} to pin it to
 	// a core in benchmarks; the prefix must exec the binary so the PID stays the service's.
 	Wrap map[string][]string
@@ -101,7 +112,7 @@ func StartServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 		return nil, fmt.Errorf("start services: %w", err)
 	}
 
-	s := &Services{URLs: make(map[string]string), LogDir: opts.LogDir, logger: logger, procs: make(map[string]*process)}
+	s := &Services{URLs: make(map[string]string), LogDir: opts.LogDir, logger: logger, procs: make(map[string]*process), started: map[string]startedAs{}}
 	for svc, addr := range addrs {
 		s.URLs[svc] = "http://" + addr
 	}
@@ -124,16 +135,18 @@ func StartServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 			return nil, fmt.Errorf("start services: %w", err)
 		}
 	}
-	for i := range opts.GatewayReplicas {
-		if err := s.startReplica(ctx, opts, base, addrs, fmt.Sprintf("gateway-%d", i+2), internal, identity); err != nil {
-			return nil, fmt.Errorf("start services: %w", err)
+	for svc, n := range map[string]int{"gateway": opts.GatewayReplicas, "analytics": opts.AnalyticsReplicas} {
+		for i := range n {
+			if err := s.startReplica(ctx, opts, base, addrs, svc, fmt.Sprintf("%s-%d", svc, i+2), internal, identity); err != nil {
+				return nil, fmt.Errorf("start services: %w", err)
+			}
 		}
 	}
 	return s, nil
 }
 
-// startReplica starts one more gateway, name, on a free port, configured as the first one.
-func (s *Services) startReplica(ctx context.Context, opts ServicesOptions, base []string, addrs map[string]string, name, internal, identity string) error {
+// startReplica starts one more svc, name, on a free port, configured as the first one.
+func (s *Services) startReplica(ctx context.Context, opts ServicesOptions, base []string, addrs map[string]string, svc, name, internal, identity string) error {
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -142,24 +155,24 @@ func (s *Services) startReplica(ctx context.Context, opts ServicesOptions, base 
 	for k, v := range addrs {
 		own[k] = v
 	}
-	own["gateway"] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	s.URLs[name] = "http://" + own["gateway"]
+	own[svc] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s.URLs[name] = "http://" + own[svc]
 	// The public base stays the first gateway's (unless Env names one), as behind one load
 	// balancer.
 	replicaEnv := map[string]string{}
 	if _, set := opts.Env[EnvBaseURL]; !set {
 		replicaEnv[EnvBaseURL] = "http://" + addrs["gateway"]
 	}
-	for k, v := range opts.ServiceEnv["gateway"] {
+	for k, v := range opts.ServiceEnv[svc] {
 		replicaEnv[k] = v
 	}
 	env := serviceEnv(serviceEnvConfig{
-		Base: base, Service: "gateway", Addrs: own,
+		Base: base, Service: svc, Addrs: own,
 		MongoURI: opts.MongoURI, RedisURL: opts.RedisURL, DatabasePrefix: opts.DatabasePrefix,
 		InternalSecret: internal, IdentitySecret: identity,
 		Env: opts.Env, ServiceEnv: replicaEnv,
 	})
-	return s.startOne(ctx, opts, name, "gateway", env)
+	return s.startOne(ctx, opts, name, svc, env)
 }
 
 // startOne starts one service and waits for its readiness endpoint.
@@ -178,6 +191,7 @@ func (s *Services) startOne(ctx context.Context, opts ServicesOptions, svc, bina
 		return err
 	}
 	s.procs[svc] = p
+	s.started[svc] = startedAs{opts: opts, binary: binary, env: env}
 	client := &http.Client{Timeout: 2 * time.Second}
 	url := s.URLs[svc] + "/readyz"
 	err = waitReady(ctx, p, serviceReadyTimeout, func(ctx context.Context) error {
@@ -266,6 +280,26 @@ func (s *Services) StopService(name string) {
 	if p, ok := s.procs[name]; ok {
 		p.stop(syscall.SIGTERM, serviceStopGrace)
 	}
+}
+
+// KillService kills one service with SIGKILL, as a crash would, and reaps it.
+func (s *Services) KillService(name string) {
+	if p, ok := s.procs[name]; ok {
+		p.stop(syscall.SIGKILL, serviceStopGrace)
+	}
+}
+
+// RestartService starts a stopped or killed service again as it was first started, on the
+// same port, and waits until it is ready.
+func (s *Services) RestartService(ctx context.Context, name string) error {
+	st, ok := s.started[name]
+	if !ok {
+		return fmt.Errorf("restart %s: never started", name)
+	}
+	if p := s.procs[name]; p != nil && !p.exited() {
+		return fmt.Errorf("restart %s: still running", name)
+	}
+	return s.startOne(ctx, st.opts, name, st.binary, st.env)
 }
 
 // Stop sends SIGTERM to the gateway and waits for it (up to 10 s, then

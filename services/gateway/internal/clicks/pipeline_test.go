@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
@@ -104,6 +105,28 @@ func TestRecorderQueuesEnrichesAndFlushes(t *testing.T) {
 		c, err := analytics.ClickFromValues(vals)
 		if err != nil || c.LinkID != "l1" || c.Browser != "Firefox" || c.Visitor == "" {
 			t.Fatalf("entry %v → %+v, %v", x.Values, c, err)
+		}
+	}
+}
+
+// The database `make run` fetches (ip-location-db's, in its own layout) answers real
+// addresses. `make test` fetches it and names it in LINKMESH_TEST_GEOIP_DB.
+func TestBundledGeoIPDatabase(t *testing.T) {
+	path := os.Getenv("LINKMESH_TEST_GEOIP_DB")
+	if path == "" {
+		if os.Getenv(testenv.EnvRequire) != "" {
+			t.Fatal("LINKMESH_TEST_GEOIP_DB not set; run `make test`")
+		}
+		t.Skip("LINKMESH_TEST_GEOIP_DB not set")
+	}
+	g, err := OpenGeoIP(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for ip, want := range map[string]string{"8.8.8.8": "US", "81.2.69.142": "GB", "2001:4860:4860::8888": "US", "127.0.0.1": "", "10.1.2.3": ""} {
+		if got := g.Country(netip.MustParseAddr(ip)); got != want {
+			t.Errorf("%s → %q, want %q", ip, got, want)
 		}
 	}
 }

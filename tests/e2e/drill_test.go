@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+)
+
+// drillClicks is how many redirects each drill sends.
+const drillClicks = 20000
+
+// TestClicksSurviveAnalyticsCrash: 20,000 redirects while the only analytics process is
+// killed (SIGKILL) and restarted mid-load → exactly 20,000 clicks, none lost, none doubled.
+// Then the same with two analytics replicas, one of them killed and left dead: the other
+// takes over what the dead one held.
+func TestClicksSurviveAnalyticsCrash(t *testing.T) {
+	ctx := context.Background()
+	t.Cleanup(func() {
+		for _, name := range []string{"analytics", "analytics-2"} {
+			_ = services.RestartService(ctx, name) // already running: an error, ignored
+		}
+	})
+	t.Run("one replica killed and restarted", func(t *testing.T) {
+		services.StopService("analytics-2")
+		drill(t, func() {
+			services.KillService("analytics")
+			if err := services.RestartService(ctx, "analytics"); err != nil {
+				t.Error(err)
+			}
+		})
+	})
+	t.Run("two replicas, one killed", func(t *testing.T) {
+		if err := services.RestartService(ctx, "analytics-2"); err != nil {
+			t.Fatal(err)
+		}
+		drill(t, func() { services.KillService("analytics-2") })
+	})
+}
+
+// drill sends drillClicks redirects to a new link from 16 parallel visitors, calls crash
+// once a quarter of them are done, and waits until the link's analytics count every click
+// exactly once.
+func drill(t *testing.T, crash func()) {
+	owner := register(t)
+	r := as(t, owner.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/drill"}`)
+	if r.status != 201 {
+		t.Fatalf("shorten: %d %s", r.status, r.body)
+	}
+	code := r.object(t)["short_code"].(string)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	var sent, failed atomic.Int64
+	var crashed sync.Once
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for sent.Add(1) <= drillClicks {
+				req, _ := http.NewRequest(http.MethodGet, gw+"/"+code, nil)
+				req.Header.Set("User-Agent", firefoxLinux)
+				resp, err := hc.Do(req)
+				if err != nil || resp.StatusCode != http.StatusFound {
+					failed.Add(1)
+				}
+				if resp != nil {
+					resp.Body.Close()
+				}
+				if sent.Load() == drillClicks/4 {
+					go crashed.Do(crash)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n != 0 {
+		t.Fatalf("%d redirects failed", n)
+	}
+	start := time.Now()
+	var got analytics.LinkAnalytics
+	for time.Since(start) < 3*time.Minute {
+		r := as(t, owner.cookie, "GET", "/api/user/links/"+code+"/analytics?days=1", "")
+		got = analytics.LinkAnalytics{}
+		if r.status == 200 && json.Unmarshal(r.body, &got) == nil && got.TotalClicks >= drillClicks {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("all clicks visible %s after the last redirect", time.Since(start).Round(time.Second))
+	time.Sleep(3 * time.Second) // nothing more may arrive
+	r = as(t, owner.cookie, "GET", "/api/user/links/"+code+"/analytics?days=1", "")
+	got = analytics.LinkAnalytics{}
+	if err := json.Unmarshal(r.body, &got); err != nil || got.TotalClicks != drillClicks {
+		t.Fatalf("analytics count %d clicks (%v), want exactly %d", got.TotalClicks, err, drillClicks)
+	}
+	var link struct {
+		ID string `bson:"_id"`
+	}
+	if err := serviceDB(t, "link").Collection("links").FindOne(context.Background(), bson.D{{Key: "short_code", Value: code}}).Decode(&link); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := serviceDB(t, "analytics").Collection("link_clicks").CountDocuments(context.Background(), bson.D{{Key: "link_id", Value: link.ID}})
+	if err != nil || stored != drillClicks {
+		t.Fatalf("%d raw clicks stored (%v), want exactly %d", stored, err, drillClicks)
+	}
+}

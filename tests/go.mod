@@ -8,6 +8,7 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/jackc/pgx/v5 v5.7.5
 	github.com/linkmesh/linkmesh/pkg v0.0.0
+	github.com/linkmesh/linkmesh/services/analytics v0.0.0
 	github.com/linkmesh/linkmesh/services/auth v0.0.0
 	github.com/linkmesh/linkmesh/services/link v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -107,6 +108,8 @@ require (
 )
 
 replace github.com/linkmesh/linkmesh/pkg => ../pkg
+
+replace github.com/linkmesh/linkmesh/services/analytics => ../services/analytics
 
 replace github.com/linkmesh/linkmesh/services/auth => ../services/auth
 

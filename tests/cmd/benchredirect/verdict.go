@@ -16,22 +16,36 @@ const minRatio = 0.85
 // instead of passing unnoticed in a log.
 var errTargetMissed = errors.New("benchmark target missed")
 
-// target is a measured figure and the floor it must reach.
+// target is a measured figure and the floor it must reach (or, with atMost, the ceiling it
+// must stay under).
 type target struct {
-	name string
-	got  float64
-	min  float64
+	name   string
+	got    float64
+	min    float64
+	atMost bool
 }
 
-// met reports whether the figure reached its floor. NaN and +Inf, which a zero baseline
-// produces, never do: a run whose baseline measured nothing has not shown anything.
-func (t target) met() bool { return t.got >= t.min && !math.IsInf(t.got, 0) }
+// met reports whether the figure reached its floor (stayed under its ceiling). NaN and
+// +Inf, which a zero baseline produces, never do: a run whose baseline measured nothing has
+// not shown anything.
+func (t target) met() bool {
+	if math.IsInf(t.got, 0) || math.IsNaN(t.got) {
+		return false
+	}
+	if t.atMost {
+		return t.got <= t.min
+	}
+	return t.got >= t.min
+}
 
 // String renders the figure with its verdict, so nobody has to compare the numbers by eye.
 func (t target) String() string {
 	verdict := "met"
 	if !t.met() {
 		verdict = "MISSED"
+	}
+	if t.atMost {
+		return fmt.Sprintf("%s %s — target ≤ %s: %s", t.name, strconv.FormatFloat(t.got, 'f', 2, 64), strconv.FormatFloat(t.min, 'f', -1, 64), verdict)
 	}
 	return fmt.Sprintf("%s %s× — target ≥ %s×: %s", t.name, t.figure(), strconv.FormatFloat(t.min, 'f', -1, 64), verdict)
 }

@@ -1,6 +1,10 @@
 package stack
 
 import (
+	"github.com/linkmesh/linkmesh/services/auth/authtest"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,3 +106,17 @@ func Register(ctx context.Context, base, email string) (Account, error) {
 	}
 	return a, nil
 }
+
+// SetQuotaLimit sets the creation quota of account userID, so a benchmark can create as
+// many links as it needs.
+func (b *Bench) SetQuotaLimit(ctx context.Context, userID string, limit int) error {
+	mc, err := mongo.Connect(options.Client().ApplyURI(b.Datastores.MongoURI))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = mc.Disconnect(context.Background()) }()
+	return authtest.Restrict(ctx, mc.Database(b.Database("auth")), userID, authtest.Restriction{QuotaLimit: &limit})
+}
+
+// Database is the name of service svc's database in the bench.
+func (b *Bench) Database(svc string) string { return "bench_" + svc }

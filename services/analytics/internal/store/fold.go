@@ -261,3 +261,27 @@ func (s *Store) ApplyPurges(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Seed writes the daily rollup of linkID for day as the fold would have left it after
+// clicks visits by visitors visitors, spread over the breakdown values given; for loads in
+// tests and benchmarks (see analyticstest), never called by the service.
+func (s *Store) Seed(ctx context.Context, linkID, ownerID, day string, clicks, visitors int64, breakdown map[string]map[string]int64) error {
+	set := bson.D{{Key: "link_id", Value: linkID}, {Key: "owner_id", Value: ownerID}, {Key: "day", Value: day},
+		{Key: "clicks", Value: clicks}, {Key: "unique_visitors", Value: visitors}, {Key: "last_slot", Value: int64(0)}}
+	for field, m := range breakdown {
+		sub := bson.D{}
+		for v, n := range m {
+			sub = append(sub, bson.E{Key: escapeKey(v), Value: n})
+		}
+		set = append(set, bson.E{Key: field, Value: sub})
+	}
+	_, err := s.daily.UpdateOne(ctx, bson.D{{Key: "_id", Value: linkID + "|" + day}}, bson.D{{Key: "$set", Value: set}}, options.UpdateOne().SetUpsert(true))
+	if err != nil {
+		return fmt.Errorf("seed daily rollup: %w", err)
+	}
+	_, err = s.links.UpdateOne(ctx, bson.D{{Key: "_id", Value: linkID}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "clicks", Value: clicks}}}, {Key: "$set", Value: bson.D{{Key: "owner_id", Value: ownerID}}}}, options.UpdateOne().SetUpsert(true))
+	if err != nil {
+		return fmt.Errorf("seed link total: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	mongooptions "go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/linkmesh/linkmesh/services/analytics/analyticstest"
+	"github.com/linkmesh/linkmesh/tests/internal/stack"
+)
+
+// Targets of the click pipeline.
+const (
+	// minSustained is the share of the bare handler's rate at which clicks must be taken
+	// and made visible, load and drain included.
+	minSustained = 0.10
+	// maxAnswerMs bounds the median analytics answer for a link with a year of history.
+	maxAnswerMs = 20.0
+	// sustainedLoad is how long the sustained load lasts.
+	sustainedLoad = 30 * time.Second
+	// answerClicks is the history of the link the analytics answer is timed on.
+	answerClicks = 1_000_000
+)
+
+// ownerClicks reads the owner's total_clicks from the dashboard.
+func ownerClicks(ctx context.Context, gw, session string) (int64, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, gw+"/api/user/dashboard", nil)
+	req.AddCookie(&http.Cookie{Name: "go_session", Value: session})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var d struct {
+		TotalClicks int64 `json:"total_clicks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil || resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("dashboard: status %d %v", resp.StatusCode, err)
+	}
+	return d.TotalClicks, nil
+}
+
+// waitForClicks waits until the owner's dashboard counts want clicks and returns how long
+// that took; more than want, or no progress for two minutes, is an error.
+func waitForClicks(ctx context.Context, gw, session string, want int64) (time.Duration, error) {
+	start, last, lastChange := time.Now(), int64(-1), time.Now()
+	for {
+		got, err := ownerClicks(ctx, gw, session)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case got == want:
+			return time.Since(start), nil
+		case got > want:
+			return 0, fmt.Errorf("the dashboard counts %d clicks, more than the %d visits", got, want)
+		case got != last:
+			last, lastChange = got, time.Now()
+		case time.Since(lastChange) > 2*time.Minute:
+			return 0, fmt.Errorf("clicks stuck at %d of %d", got, want)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// runSustained waits until every click so far is counted, loads the gateway for
+// sustainedLoad, and times until the analytics answers count every one of its clicks too.
+func runSustained(ctx context.Context, o options, gw, session, luaPath string, sentBefore int64, bareRPS float64) (target, error) {
+	backlog, err := waitForClicks(ctx, gw, session, sentBefore)
+	if err != nil {
+		return target{}, fmt.Errorf("before the sustained load: %w", err)
+	}
+	res, err := runWrk(ctx, o, gw, luaPath, sustainedLoad)
+	if err != nil {
+		return target{}, err
+	}
+	drain, err := waitForClicks(ctx, gw, session, sentBefore+res.requests)
+	if err != nil {
+		return target{}, fmt.Errorf("after the sustained load: %w", err)
+	}
+	rate := float64(res.requests) / (sustainedLoad + drain).Seconds()
+	fmt.Printf("\n2. sustained: %d clicks in %s (%.0f req/s, p99 %s; the %d before it were all counted %s after the rounds),\n"+
+		"   all visible in the analytics %s after the load: %.0f clicks/s = %.3f× the bare handler's %.0f req/s\n",
+		res.requests, sustainedLoad, res.rps, res.p99, sentBefore, backlog.Round(time.Second), drain.Round(100*time.Millisecond), rate, rate/bareRPS, bareRPS)
+	return target{name: "sustained clicks/s vs bare req/s", got: rate / bareRPS, min: minSustained}, nil
+}
+
+// runAnswer gives one of the owner's links a year of history, 1,000,000 clicks, and times
+// its analytics answer over 365 days.
+func runAnswer(ctx context.Context, b *stack.Bench, owner stack.Account, codes map[string]string) (target, error) {
+	var code string
+	for c := range codes {
+		code = c
+		break
+	}
+	mc, err := mongo.Connect(mongooptions.Client().ApplyURI(b.Datastores.MongoURI))
+	if err != nil {
+		return target{}, err
+	}
+	defer func() { _ = mc.Disconnect(context.Background()) }()
+	var l struct {
+		ID string `bson:"_id"`
+	}
+	if err := mc.Database(b.Database("link")).Collection("links").FindOne(ctx, bson.D{{Key: "short_code", Value: code}}).Decode(&l); err != nil {
+		return target{}, err
+	}
+	if err := analyticstest.LoadHistory(ctx, mc.Database(b.Database("analytics")), l.ID, owner.UserID, 365, answerClicks, time.Now()); err != nil {
+		return target{}, err
+	}
+	gw := b.Services.GatewayURL
+	var times []time.Duration
+	for i := range 60 {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, gw+"/api/user/links/"+code+"/analytics?days=365", nil)
+		req.AddCookie(&http.Cookie{Name: "go_session", Value: owner.Session})
+		t0 := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return target{}, err
+		}
+		var a struct {
+			TotalClicks int64 `json:"total_clicks"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&a)
+		resp.Body.Close()
+		took := time.Since(t0)
+		if err != nil || resp.StatusCode != http.StatusOK || a.TotalClicks < answerClicks {
+			return target{}, fmt.Errorf("analytics answer: status %d, %d clicks, %v", resp.StatusCode, a.TotalClicks, err)
+		}
+		if i >= 10 {
+			times = append(times, took)
+		}
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	p50, p99 := times[len(times)/2], times[len(times)*99/100]
+	fmt.Printf("\n3. analytics answer, 365 days of a link with %d clicks: p50 %s, p99 %s (%d requests, one at a time)\n",
+		answerClicks, p50.Round(100*time.Microsecond), p99.Round(100*time.Microsecond), len(times))
+	return target{name: "analytics answer p50 ms", got: ms(p50), min: maxAnswerMs, atMost: true}, nil
+}

@@ -102,6 +102,17 @@ func (p *Producer) Enqueue(values map[string]any) bool {
 		}
 		entry[k] = s
 	}
+	return p.EnqueueOwned(entry)
+}
+
+// EnqueueOwned is Enqueue without the copy, for a hot path that builds its entry for the
+// stream alone: the producer keeps entry, so the caller must not touch it afterwards, and
+// no value may alias a buffer someone else reuses.
+func (p *Producer) EnqueueOwned(entry map[string]string) bool {
+	if len(entry) == 0 {
+		p.drop("empty entry")
+		return false
+	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.stopped {

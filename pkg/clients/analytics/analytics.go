@@ -66,13 +66,22 @@ const (
 	fVisitor  = "visitor"
 )
 
-// Values are c's stream fields.
-func (c Click) Values() map[string]any {
-	return map[string]any{
+// Fields are c's stream fields.
+func (c Click) Fields() map[string]string {
+	return map[string]string{
 		fEvent: c.EventID, fLink: c.LinkID, fOwner: c.OwnerID, fCode: c.ShortCode,
 		fAt: strconv.FormatInt(c.ClickedAt.UnixMilli(), 10), fCountry: c.Country, fReferrer: c.Referrer,
 		fDevice: c.DeviceType, fBrowser: c.Browser, fOS: c.OS, fVisitor: c.Visitor,
 	}
+}
+
+// Values are Fields for a producer's Enqueue or a plain XADD.
+func (c Click) Values() map[string]any {
+	out := make(map[string]any, 11)
+	for k, v := range c.Fields() {
+		out[k] = v
+	}
+	return out
 }
 
 // ClickFromValues reads a click back from its stream fields. An entry without an event id,

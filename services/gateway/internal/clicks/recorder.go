@@ -102,5 +102,6 @@ func (r *Recorder) handle(v Visit) {
 		r.robots.Add(1)
 		return
 	}
-	r.producer.Enqueue(c.Values())
+	// The visit's strings were copied out of the request when it was recorded.
+	r.producer.EnqueueOwned(c.Fields())
 }

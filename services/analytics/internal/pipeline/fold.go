@@ -17,8 +17,9 @@ import (
 // leaderKey is the Redis key naming the replica that folds.
 const leaderKey = "linkmesh:analytics:fold-leader"
 
-// Lease timing: the leader renews every leaseRenew; a leader that stops renewing (killed,
-// partitioned) is replaced leaseTTL later. Folding one slot takes far less than leaseTTL.
+// Lease timing: the leader renews every leaseRenew, also while it folds; a leader that stops
+// renewing (killed, partitioned) is replaced leaseTTL later, and a leader whose renewal
+// fails stops folding at once.
 const (
 	leaseTTL   = 15 * time.Second
 	leaseRenew = 3 * time.Second
@@ -53,51 +54,67 @@ func (f Folder) Run(ctx context.Context) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
+	defer func() {
+		// Hand the lease over at once rather than after leaseTTL.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_ = f.Redis.Eval(rctx, `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`, []string{leaderKey}, token).Err()
+		cancel()
+	}()
 	t := time.NewTicker(f.Interval)
 	defer t.Stop()
-	var leaseUntil time.Time
 	for {
 		select {
 		case <-ctx.Done():
-			// Hand the lease over at once rather than after leaseTTL.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_ = f.Redis.Eval(rctx, `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`, []string{leaderKey}, token).Err()
-			cancel()
 			return
 		case <-t.C:
 		}
-		now := time.Now()
-		if now.After(leaseUntil.Add(-leaseTTL + leaseRenew)) {
-			ok, err := renewLease.Run(ctx, f.Redis, []string{leaderKey}, token, leaseTTL.Milliseconds()).Int()
-			if err != nil || ok != 1 {
-				leaseUntil = time.Time{}
-				continue
-			}
-			leaseUntil = now.Add(leaseTTL)
+		if !f.hold(ctx, token) {
+			continue
 		}
-		if err := f.foldClosed(ctx, leaseUntil); err != nil && ctx.Err() == nil {
+		if err := f.foldWhileLeader(ctx, token); err != nil && ctx.Err() == nil {
 			f.Logger.WarnContext(ctx, "fold failed; retrying", "err", err)
 		}
 	}
 }
 
-// foldClosed folds every closed slot not folded yet, while the lease lasts.
-func (f Folder) foldClosed(ctx context.Context, leaseUntil time.Time) error {
+// hold takes the lease, or keeps it if it is ours, and reports whether we hold it.
+func (f Folder) hold(ctx context.Context, token string) bool {
+	ok, err := renewLease.Run(ctx, f.Redis, []string{leaderKey}, token, leaseTTL.Milliseconds()).Int()
+	return err == nil && ok == 1
+}
+
+// foldWhileLeader folds every closed slot not folded yet, renewing the lease meanwhile;
+// the moment a renewal fails the fold stops, before another replica can take over.
+func (f Folder) foldWhileLeader(ctx context.Context, token string) error {
+	lctx, lost := context.WithCancel(ctx)
+	defer lost()
+	go func() {
+		t := time.NewTicker(leaseRenew)
+		defer t.Stop()
+		for {
+			select {
+			case <-lctx.Done():
+				return
+			case <-t.C:
+				if !f.hold(lctx, token) {
+					lost()
+					return
+				}
+			}
+		}
+	}()
 	now := f.Now()
 	closed := store.Slot(now.Add(-slotGrace)) - 1
-	next, err := f.Store.NextSlot(ctx, closed)
+	next, err := f.Store.NextSlot(lctx, closed)
 	if err != nil {
 		return err
 	}
-	if err := f.Store.ApplyPurges(ctx); err != nil {
+	if err := f.Store.ApplyPurges(lctx); err != nil {
 		return err
 	}
 	for slot := next; slot <= closed; slot++ {
-		// Stop well before the lease could pass to another replica mid-slot.
-		if time.Until(leaseUntil) < leaseTTL/2 {
-			return nil
-		}
-		sctx, cancel := context.WithTimeout(ctx, leaseTTL/3)
+		// A slot holds what the consumers stored in 10 s, which may take a while to read.
+		sctx, cancel := context.WithTimeout(lctx, slotTimeout)
 		_, err := f.Store.FoldSlot(sctx, slot)
 		cancel()
 		if err != nil {
@@ -106,3 +123,6 @@ func (f Folder) foldClosed(ctx context.Context, leaseUntil time.Time) error {
 	}
 	return nil
 }
+
+// slotTimeout bounds the fold of one slot.
+const slotTimeout = 5 * time.Minute

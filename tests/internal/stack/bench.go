@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"github.com/redis/go-redis/v9"
+
 	"github.com/linkmesh/linkmesh/services/auth/authtest"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -120,3 +122,14 @@ func (b *Bench) SetQuotaLimit(ctx context.Context, userID string, limit int) err
 
 // Database is the name of service svc's database in the bench.
 func (b *Bench) Database(svc string) string { return "bench_" + svc }
+
+// DiscardStream deletes a stream with everything on it, consumer groups included.
+func (b *Bench) DiscardStream(ctx context.Context, name string) error {
+	opts, err := redis.ParseURL(b.Datastores.RedisURL)
+	if err != nil {
+		return err
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	return rdb.Del(ctx, name).Err()
+}

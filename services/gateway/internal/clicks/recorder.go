@@ -20,7 +20,14 @@ import (
 // by the producer when Redis stays away — and every drop is logged, at most once per
 // logEvery with a count of the rest.
 type Recorder struct {
-	queue    chan Visit
+	// pending is the recorder's queue: the redirect appends under mu, and Run takes the
+	// whole slice every handOff, so a visit costs the redirect an append, never a goroutine
+	// wake-up.
+	mu       sync.Mutex
+	pending  []Visit
+	spare    []Visit
+	capacity int
+
 	enricher *Enricher
 	producer *stream.Producer
 	log      *slog.Logger
@@ -35,20 +42,36 @@ type Recorder struct {
 // logEvery is the least time between two log lines about dropped visits.
 const logEvery = 10 * time.Second
 
+// handOff is how often Run takes the queued visits.
+const handOff = 10 * time.Millisecond
+
 // NewRecorder returns a recorder holding at most queueSize visits not yet enriched.
 func NewRecorder(queueSize int, enricher *Enricher, producer *stream.Producer, log *slog.Logger) *Recorder {
-	return &Recorder{queue: make(chan Visit, queueSize), enricher: enricher, producer: producer, log: log}
+	return &Recorder{capacity: queueSize, enricher: enricher, producer: producer, log: log}
 }
 
-// Record queues v. It never blocks; a full queue drops v and counts it.
+// Record queues v. It never blocks on anything but a short append; a full queue drops v
+// and counts it.
 func (r *Recorder) Record(v Visit) {
-	select {
-	case r.queue <- v:
+	r.mu.Lock()
+	if len(r.pending) < r.capacity {
+		r.pending = append(r.pending, v)
+		r.mu.Unlock()
 		r.accepted.Add(1)
-	default:
-		r.dropped.Add(1)
-		r.noteDrop()
+		return
 	}
+	r.mu.Unlock()
+	r.dropped.Add(1)
+	r.noteDrop()
+}
+
+// take swaps out the queued visits; the slice handed out is reused two takes later.
+func (r *Recorder) take() []Visit {
+	r.mu.Lock()
+	out := r.pending
+	r.pending, r.spare = r.spare[:0], out
+	r.mu.Unlock()
+	return out
 }
 
 func (r *Recorder) noteDrop() {
@@ -77,22 +100,26 @@ func (r *Recorder) Run(ctx context.Context) {
 		defer close(done)
 		r.producer.Run(pctx)
 	}()
+	t := time.NewTicker(handOff)
+	defer t.Stop()
 	for {
 		select {
-		case v := <-r.queue:
-			r.handle(v)
+		case <-t.C:
+			r.handleAll()
 		case <-ctx.Done():
-			for {
-				select {
-				case v := <-r.queue:
-					r.handle(v)
-				default:
-					stopProducer()
-					<-done
-					return
-				}
-			}
+			r.handleAll()
+			stopProducer()
+			<-done
+			return
 		}
+	}
+}
+
+func (r *Recorder) handleAll() {
+	batch := r.take()
+	for i := range batch {
+		r.handle(batch[i])
+		batch[i] = Visit{} // drop the address from memory now
 	}
 }
 

@@ -9,6 +9,9 @@
 package main
 
 import (
+	"io"
+	"net/http"
+
 	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
 
 	"context"
@@ -33,6 +36,7 @@ type options struct {
 	serveCPU string
 	loadCPU  string
 	minRatio float64
+	profile  string
 }
 
 func main() {
@@ -47,6 +51,7 @@ func main() {
 	flag.StringVar(&o.serveCPU, "serve-cpu", "1", "core the server under test runs on")
 	flag.StringVar(&o.loadCPU, "load-cpu", "0", "core wrk runs on")
 	flag.Float64Var(&o.minRatio, "min-ratio", minRatio, "least full-stack/baseline throughput ratio that passes; below it the exit status is 1")
+	flag.StringVar(&o.profile, "gateway-profile", "", "write a CPU profile of the gateway over the full stack's runs of rounds 1-4 to this file")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -65,7 +70,11 @@ func main() {
 
 func run(ctx context.Context, o options) error {
 	pin := []string{"taskset", "-c", o.serveCPU}
-	bench, err := stack.StartBench(ctx, "bench", stack.ServicesOptions{BinDir: o.bin, Wrap: map[string][]string{"gateway": pin}})
+	sopts := stack.ServicesOptions{BinDir: o.bin, Wrap: map[string][]string{"gateway": pin}}
+	if o.profile != "" {
+		sopts.ServiceEnv = map[string]map[string]string{"gateway": {"LINKMESH_DEBUG_ADDR": debugAddr}}
+	}
+	bench, err := stack.StartBench(ctx, "bench", sopts)
 	if err != nil {
 		return err
 	}
@@ -121,7 +130,17 @@ func run(ctx context.Context, o options) error {
 			if which == "full" {
 				url = svcs.GatewayURL
 			}
+			var prof chan error
+			if which == "full" && o.profile != "" && r <= 4 {
+				prof = make(chan error, 1)
+				go func() { prof <- appendProfile(ctx, o.profile, r, o.duration) }()
+			}
 			res, err := runWrk(ctx, o, url, luaPath, o.duration)
+			if prof != nil {
+				if perr := <-prof; perr != nil {
+					fmt.Fprintln(os.Stderr, "profile:", perr)
+				}
+			}
 			if err != nil {
 				return err
 			}
@@ -178,4 +197,28 @@ func median(xs []float64) float64 {
 		return 0
 	}
 	return s[len(s)/2]
+}
+
+// debugAddr serves the gateway's profiles when -gateway-profile is set.
+const debugAddr = "127.0.0.1:16070"
+
+// appendProfile fetches a CPU profile of the gateway lasting one run, into path-<round>.
+func appendProfile(ctx context.Context, path string, round int, d time.Duration) error {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debugAddr, int(d.Seconds())-1)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(fmt.Sprintf("%s-%d", path, round))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
 }

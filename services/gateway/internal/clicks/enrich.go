@@ -5,6 +5,8 @@
 package clicks
 
 import (
+	"hash"
+
 	"encoding/binary"
 	"sync/atomic"
 
@@ -45,7 +47,24 @@ type Enricher struct {
 	// ids names clicks: a random prefix drawn once, then a counter.
 	idPrefix string
 	idSeq    atomic.Uint64
+
+	// Enrich runs on one goroutine; these spare it work per click.
+	agents  map[string]agent // parsed User-Agents, cleared when full
+	hashDay string
+	hash    hash.Hash // HMAC under hashDay's salt
+	// saltRetry is when a salt that could not be had is asked for again: while Redis is
+	// away, clicks go without a visitor rather than each wait for it.
+	saltRetry time.Time
 }
+
+// agent is what a User-Agent tells.
+type agent struct {
+	robot               bool
+	device, browser, os string
+}
+
+// maxAgents bounds the parsed User-Agents kept.
+const maxAgents = 20000
 
 // Salts gives the visitor-hash salt of a UTC day; it is shared by every gateway replica
 // and destroyed after its day.
@@ -69,15 +88,15 @@ func NewEnricher(countries Countries, salts Salts) (*Enricher, error) {
 	return &Enricher{ua: p, countries: countries, salts: salts, idPrefix: hex.EncodeToString(prefix[:])}, nil
 }
 
-// Enrich returns v's click, or false for a visit that is no click: a crawler or
+// Enrich must be called from one goroutine at a time. It returns v's click, or false for a visit that is no click: a crawler or
 // link-preview fetcher, as ua-parser's maintained list (uap-core) knows them, a headless
 // browser, or a request without a User-Agent.
 func (e *Enricher) Enrich(v Visit) (analytics.Click, bool) {
 	if strings.TrimSpace(v.UserAgent) == "" {
 		return analytics.Click{}, false // no browser sends none
 	}
-	client := e.ua.Parse(v.UserAgent)
-	if isRobot(client) {
+	ag := e.agent(v.UserAgent)
+	if ag.robot {
 		return analytics.Click{}, false
 	}
 	c := analytics.Click{
@@ -88,15 +107,44 @@ func (e *Enricher) Enrich(v Visit) (analytics.Click, bool) {
 		ClickedAt:  v.At.UTC(),
 		Country:    e.country(v),
 		Referrer:   ReferrerHost(v.Referer),
-		DeviceType: deviceType(client),
-		Browser:    orUnknown(client.UserAgent.Family),
-		OS:         orUnknown(client.Os.Family),
+		DeviceType: ag.device,
+		Browser:    ag.browser,
+		OS:         ag.os,
 	}
-	day := c.ClickedAt.Format(time.DateOnly)
-	if salt, err := e.salts.Salt(day); err == nil {
-		c.Visitor = VisitorHash(salt, v.IP, v.UserAgent)
-	}
+	c.Visitor = e.visitor(c.ClickedAt.Format(time.DateOnly), v.IP, v.UserAgent)
 	return c, true
+}
+
+// agent parses ua once and remembers it.
+func (e *Enricher) agent(ua string) agent {
+	if a, ok := e.agents[ua]; ok {
+		return a
+	}
+	c := e.ua.Parse(ua)
+	a := agent{robot: isRobot(c), device: deviceType(c), browser: orUnknown(c.UserAgent.Family), os: orUnknown(c.Os.Family)}
+	if e.agents == nil || len(e.agents) >= maxAgents {
+		e.agents = make(map[string]agent, 1024)
+	}
+	e.agents[ua] = a
+	return a
+}
+
+// visitor is VisitorHash under day's salt, keeping the keyed hash of the day; "" when the
+// salt cannot be had (the click still counts).
+func (e *Enricher) visitor(day string, ip netip.Addr, ua string) string {
+	if e.hashDay != day {
+		if time.Now().Before(e.saltRetry) {
+			return ""
+		}
+		salt, err := e.salts.Salt(day)
+		if err != nil {
+			e.saltRetry = time.Now().Add(5 * time.Second)
+			return ""
+		}
+		e.hashDay, e.hash = day, hmac.New(sha256.New, salt)
+	}
+	e.hash.Reset()
+	return visitorHash(e.hash, ip, ua)
 }
 
 func (e *Enricher) country(v Visit) string {
@@ -170,17 +218,21 @@ func ReferrerHost(referer string) string {
 // destroyed after its day, it cannot be turned back into an address, nor matched with
 // another day's.
 func VisitorHash(salt []byte, ip netip.Addr, userAgent string) string {
+	return visitorHash(hmac.New(sha256.New, salt), ip, userAgent)
+}
+
+func visitorHash(m hash.Hash, ip netip.Addr, userAgent string) string {
 	ip = ip.Unmap()
 	if ip.Is6() {
 		if p, err := ip.Prefix(64); err == nil {
 			ip = p.Addr()
 		}
 	}
-	m := hmac.New(sha256.New, salt)
-	m.Write([]byte(ip.String()))
+	var buf [64]byte
+	m.Write(ip.AppendTo(buf[:0]))
 	m.Write([]byte{0})
 	m.Write([]byte(userAgent))
-	return hex.EncodeToString(m.Sum(nil)[:16])
+	return hex.EncodeToString(m.Sum(buf[:0])[:16])
 }
 
 // newEventID names one click for good, so storage keeps it once however often the stream

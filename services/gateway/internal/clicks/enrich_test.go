@@ -1,6 +1,7 @@
 package clicks
 
 import (
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
@@ -134,5 +135,31 @@ func TestVisitorHash(t *testing.T) {
 	v4 := VisitorHash([]byte("day1"), netip.MustParseAddr("192.0.2.1"), ua)
 	if VisitorHash([]byte("day1"), netip.MustParseAddr("::ffff:192.0.2.1"), ua) != v4 {
 		t.Error("an IPv4-mapped address hashes apart from its IPv4 form")
+	}
+}
+
+type failingSalts struct{ calls int }
+
+func (f *failingSalts) Salt(string) ([]byte, error) {
+	f.calls++
+	return nil, errors.New("redis unavailable")
+}
+
+// Without a salt a click still counts, without a visitor; the salt is not asked for again
+// on every click while it cannot be had.
+func TestClicksWithoutSalt(t *testing.T) {
+	salts := &failingSalts{}
+	e, err := NewEnricher(nil, salts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		c, ok := e.Enrich(Visit{LinkID: "l", At: time.Now(), UserAgent: "Mozilla/5.0 Firefox/120.0"})
+		if !ok || c.Visitor != "" {
+			t.Fatalf("click %+v, %v", c, ok)
+		}
+	}
+	if salts.calls != 1 {
+		t.Fatalf("salt asked for %d times in a row, want 1", salts.calls)
 	}
 }

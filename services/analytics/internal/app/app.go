@@ -29,7 +29,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		Client:  env.Stores.Redis,
 		Stream:  analytics.Stream,
 		Group:   pipeline.Group,
-		Handler: pipeline.Handler(st, env.Logger, now),
+		Handler: pipeline.Handler(st, env.Stores.Redis, env.Logger, now),
 		Logger:  env.Logger,
 		// A dead replica's clicks are taken over after 30 s; a batch is stored in far less.
 		ClaimMinIdle:  30 * time.Second,

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"github.com/redis/go-redis/v9"
+
 	"context"
 	"log/slog"
 	"time"
@@ -16,7 +18,10 @@ const Group = "analytics"
 // Handler stores a batch of click entries; the worker acknowledges them only once it
 // returns nil, so a click is acknowledged only once it is stored. An entry that is no
 // click (a foreign or damaged entry) is logged and skipped: retrying cannot fix it.
-func Handler(st *store.Store, log *slog.Logger, now func() time.Time) stream.Handler {
+//
+// Visitors already stored are remembered in Redis for two days, so a returning visitor's
+// record is not inserted again: a lost memory costs speed, never a count.
+func Handler(st *store.Store, rdb *redis.Client, log *slog.Logger, now func() time.Time) stream.Handler {
 	return func(ctx context.Context, msgs []stream.Message) error {
 		clicks := make([]analytics.Click, 0, len(msgs))
 		for _, m := range msgs {
@@ -27,6 +32,61 @@ func Handler(st *store.Store, log *slog.Logger, now func() time.Time) stream.Han
 			}
 			clicks = append(clicks, c)
 		}
-		return st.Save(ctx, clicks, now())
+		ids := make([]string, 0, len(clicks))
+		for _, c := range clicks {
+			if id := store.VisitorID(c); id != "" {
+				ids = append(ids, id)
+			}
+		}
+		stored := storedVisitors(ctx, rdb, ids)
+		if err := st.Save(ctx, clicks, now(), stored); err != nil {
+			return err
+		}
+		markVisitors(ctx, rdb, ids, stored)
+		return nil
+	}
+}
+
+// visitorKey remembers that a visitor record is stored.
+func visitorKey(id string) string { return "linkmesh:analytics:visitor:" + id }
+
+// visitorMemory outlives the day of a visitor record and the next, when late clicks of
+// it may still arrive.
+const visitorMemory = 48 * time.Hour
+
+// storedVisitors are the ids Redis remembers as stored; none when Redis cannot say.
+func storedVisitors(ctx context.Context, rdb *redis.Client, ids []string) map[string]bool {
+	out := map[string]bool{}
+	if len(ids) == 0 {
+		return out
+	}
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.Exists(ctx, visitorKey(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return map[string]bool{}
+	}
+	for i, c := range cmds {
+		if c.Val() == 1 {
+			out[ids[i]] = true
+		}
+	}
+	return out
+}
+
+// markVisitors remembers the newly stored ids; a failure only costs speed later.
+func markVisitors(ctx context.Context, rdb *redis.Client, ids []string, stored map[string]bool) {
+	pipe := rdb.Pipeline()
+	n := 0
+	for _, id := range ids {
+		if !stored[id] {
+			pipe.Set(ctx, visitorKey(id), 1, visitorMemory)
+			n++
+		}
+	}
+	if n > 0 {
+		_, _ = pipe.Exec(ctx)
 	}
 }

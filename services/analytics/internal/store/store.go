@@ -98,9 +98,20 @@ type visitorDoc struct {
 // Day is the UTC date of t as the rollups key it.
 func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
-// Save stores clicks in the slot of now. Clicks stored before (a redelivery) are kept as
-// they were; saving the same clicks again is harmless, so a failed call may be retried.
-func (s *Store) Save(ctx context.Context, clicks []analytics.Click, now time.Time) error {
+// VisitorID names the (link, day, visitor) record of a click; "" when it has no visitor.
+func VisitorID(c analytics.Click) string {
+	if c.Visitor == "" {
+		return ""
+	}
+	return c.LinkID + "|" + Day(c.ClickedAt) + "|" + c.Visitor
+}
+
+// Save stores clicks in the slot of now, and their visitors but those named in stored
+// (known to be stored already: inserting them again is correct but slow on FerretDB, which
+// retries a batch with a duplicate one document at a time). Clicks stored before (a
+// redelivery) are kept as they were; saving the same clicks again is harmless, so a failed
+// call may be retried.
+func (s *Store) Save(ctx context.Context, clicks []analytics.Click, now time.Time, stored map[string]bool) error {
 	if len(clicks) == 0 {
 		return nil
 	}
@@ -112,8 +123,7 @@ func (s *Store) Save(ctx context.Context, clicks []analytics.Click, now time.Tim
 		day := Day(c.ClickedAt)
 		docs = append(docs, clickDoc{ID: c.EventID, LinkID: c.LinkID, OwnerID: c.OwnerID, ClickedAt: c.ClickedAt.UTC(), Day: day,
 			Country: c.Country, Referrer: c.Referrer, DeviceType: c.DeviceType, Browser: c.Browser, OS: c.OS, Slot: slot})
-		if c.Visitor != "" {
-			id := c.LinkID + "|" + day + "|" + c.Visitor
+		if id := VisitorID(c); id != "" && !stored[id] {
 			if !seen[id] {
 				seen[id] = true
 				visitors = append(visitors, visitorDoc{ID: id, LinkID: c.LinkID, Day: day, Slot: slot})

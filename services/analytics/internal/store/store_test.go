@@ -41,7 +41,7 @@ func TestSaveFoldAnswer(t *testing.T) {
 		click("e5", "L3", "", day0, "Unknown", "a.example", ""),
 	}
 	for range 2 { // a redelivery
-		if err := s.Save(ctx, batch, stored); err != nil {
+		if err := s.Save(ctx, batch, stored, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,7 +85,7 @@ func TestSaveFoldAnswer(t *testing.T) {
 		}
 	}
 	later := stored.Add(time.Minute)
-	if err := s.Save(ctx, []analytics.Click{click("e6", "L1", "O1", day0, "GB", "direct", "v9")}, later); err != nil {
+	if err := s.Save(ctx, []analytics.Click{click("e6", "L1", "O1", day0, "GB", "direct", "v9")}, later, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.FoldSlot(ctx, Slot(later)); err != nil {
@@ -109,7 +109,7 @@ func TestConcurrentSavesCountOnce(t *testing.T) {
 	}
 	done := make(chan error, 4)
 	for w := range 4 {
-		go func() { done <- s.Save(ctx, all[w*25:w*25+125], day0) }()
+		go func() { done <- s.Save(ctx, all[w*25:w*25+125], day0, nil) }()
 	}
 	for range 4 {
 		if err := <-done; err != nil {
@@ -130,5 +130,29 @@ func TestBreakdownKeysSurviveEscaping(t *testing.T) {
 		if got := unescapeKey(escapeKey(v)); got != v {
 			t.Errorf("%q → %q → %q", v, escapeKey(v), got)
 		}
+	}
+}
+
+// A visitor known to be stored is not inserted again, and still counts once.
+func TestKnownVisitorsAreNotInsertedAgain(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	first := click("k1", "L1", "O1", day0, "GB", "direct", "v1")
+	if err := s.Save(ctx, []analytics.Click{first}, day0, nil); err != nil {
+		t.Fatal(err)
+	}
+	again := click("k2", "L1", "O1", day0, "GB", "direct", "v1")
+	if err := s.Save(ctx, []analytics.Click{again}, day0, map[string]bool{VisitorID(again): true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FoldSlot(ctx, Slot(day0)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LinkAnalytics(ctx, "L1", "x", day0, day0)
+	if err != nil || got.TotalClicks != 2 || got.UniqueVisitors != 1 {
+		t.Fatalf("got %d clicks %d visitors (%v), want 2 and 1", got.TotalClicks, got.UniqueVisitors, err)
+	}
+	if VisitorID(analytics.Click{LinkID: "L1"}) != "" {
+		t.Fatal("a click without a visitor has a visitor id")
 	}
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh ensures this machine has what local runs and tests need:
 # redis-server, the PostgreSQL server binaries (initdb/postgres, used under
-# FerretDB as the MongoDB wire-protocol server) and wrk (for benchmarks).
+# FerretDB as the MongoDB wire-protocol server), wrk (for benchmarks), and curl with
+# the CA certificates (to fetch the GeoIP database).
 #
 # It is idempotent: it installs only what is missing, runs apt-get update at
 # most once, and prints one line per tool.
@@ -86,8 +87,13 @@ ensure() {
 }
 
 find_redis() { find_binary redis-server; }
+find_curl() { find_binary curl; }
+# The GeoIP fetch needs the system's CA bundle for HTTPS.
+find_cacerts() { [[ -s /etc/ssl/certs/ca-certificates.crt ]] && echo /etc/ssl/certs/ca-certificates.crt; }
 find_wrk() { find_binary wrk; }
 
 ensure redis-server redis-server find_redis
 ensure initdb postgresql find_initdb
 ensure wrk wrk find_wrk
+ensure curl curl find_curl
+ensure ca-certificates ca-certificates find_cacerts

@@ -17,11 +17,11 @@ import (
 // may be created at any moment (creation also invalidates it).
 const negativeTTL = 5 * time.Second
 
-const (
-	keyPrefix     = "linkmesh:link:resolved:"
-	versionPrefix = "linkmesh:link:version:"
-	askedPrefix   = "linkmesh:link:asked:"
-)
+// The keys of one code share the hash tag {code}, so they live in one Redis Cluster slot
+// and the scripts that take them together run on a cluster too. Codes hold no braces.
+func resolvedKey(code string) string { return "linkmesh:link:{" + code + "}:resolved" }
+func versionKey(code string) string  { return "linkmesh:link:{" + code + "}:version" }
+func askedKey(code string) string    { return "linkmesh:link:{" + code + "}:asked" }
 
 // askedTTL outlives any copy of an answer read while the mark stood: the gateways keep one
 // for link.CacheTTL from before they asked, and the mark is set before the store is read.
@@ -103,7 +103,7 @@ func (c *Redis) Put(ctx context.Context, code, version string, r link.Resolved, 
 		}
 		val, ttl = string(b), link.CacheTTL
 	}
-	keys := []string{keyPrefix + code, versionPrefix + code}
+	keys := []string{resolvedKey(code), versionKey(code)}
 	if err := putIfUnchanged.Run(ctx, c.rdb, keys, version, val, ttl.Milliseconds()).Err(); err != nil {
 		c.log.WarnContext(ctx, "link cache write failed", "err", err)
 	}
@@ -111,7 +111,7 @@ func (c *Redis) Put(ctx context.Context, code, version string, r link.Resolved, 
 
 // keys are the cache keys of code, in the order the scripts take them.
 func (c *Redis) keys(code string) []string {
-	return []string{keyPrefix + code, versionPrefix + code, askedPrefix + code}
+	return []string{resolvedKey(code), versionKey(code), askedKey(code)}
 }
 
 // versionTTL is how long a version outlives its last bump: it only has to outlive reads in
@@ -143,9 +143,9 @@ func (c *Redis) publish(ctx context.Context, code string) {
 // view and publishes code on link.InvalidationChannel.
 func (c *Redis) Invalidate(ctx context.Context, code string) {
 	pipe := c.rdb.TxPipeline()
-	pipe.Incr(ctx, versionPrefix+code)
-	pipe.Expire(ctx, versionPrefix+code, versionTTL)
-	pipe.Del(ctx, keyPrefix+code)
+	pipe.Incr(ctx, versionKey(code))
+	pipe.Expire(ctx, versionKey(code), versionTTL)
+	pipe.Del(ctx, resolvedKey(code))
 	if _, err := pipe.Exec(ctx); err != nil {
 		c.log.WarnContext(ctx, "link cache invalidation failed", "code", code, "err", err)
 	}

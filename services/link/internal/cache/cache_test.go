@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func TestRedisCache(t *testing.T) {
 	}
 	// Every copy expires by itself within the contract's bound.
 	for key, max := range map[string]time.Duration{code: link.CacheTTL, missing: negativeTTL} {
-		ttl := rdb.TTL(ctx, keyPrefix+key).Val()
+		ttl := rdb.TTL(ctx, resolvedKey(key)).Val()
 		if ttl <= 0 || ttl > max {
 			t.Fatalf("TTL of %s is %s, want (0, %s]", key, ttl, max)
 		}
@@ -79,7 +80,7 @@ func TestCreatedInvalidatesOnlyCodesAskedAbout(t *testing.T) {
 	}
 
 	c.Created(ctx, fresh)
-	if n := rdb.Exists(ctx, versionPrefix+fresh, askedPrefix+fresh, keyPrefix+fresh).Val(); n != 0 {
+	if n := rdb.Exists(ctx, versionKey(fresh), askedKey(fresh), resolvedKey(fresh)).Val(); n != 0 {
 		t.Fatalf("creating a code nobody asked about wrote %d keys", n)
 	}
 
@@ -88,7 +89,7 @@ func TestCreatedInvalidatesOnlyCodesAskedAbout(t *testing.T) {
 	if cached {
 		t.Fatal("empty cache answered")
 	}
-	if ttl := rdb.PTTL(ctx, askedPrefix+asked).Val(); ttl <= link.CacheTTL || ttl > askedTTL {
+	if ttl := rdb.PTTL(ctx, askedKey(asked)).Val(); ttl <= link.CacheTTL || ttl > askedTTL {
 		t.Fatalf("asked mark TTL %s, want (%s, %s]", ttl, link.CacheTTL, askedTTL)
 	}
 	c.Put(ctx, asked, before, link.Resolved{}, false)
@@ -104,5 +105,22 @@ func TestCreatedInvalidatesOnlyCodesAskedAbout(t *testing.T) {
 	c.Put(ctx, asked, before, link.Resolved{}, false)
 	if _, _, cached, _ := c.Get(ctx, asked); cached {
 		t.Fatal("an absence read before the creation was cached after it")
+	}
+}
+
+// A code's keys share one Redis Cluster slot, so its scripts run on a cluster.
+func TestKeysShareASlot(t *testing.T) {
+	for _, code := range []string{"abc1234", "Zz-_09"} {
+		tags := map[string]bool{}
+		for _, k := range []string{resolvedKey(code), versionKey(code), askedKey(code)} {
+			open, end := strings.Index(k, "{"), strings.Index(k, "}")
+			if open < 0 || end < open {
+				t.Fatalf("%s has no hash tag", k)
+			}
+			tags[k[open+1:end]] = true
+		}
+		if len(tags) != 1 || !tags[code] {
+			t.Fatalf("keys of %s carry tags %v", code, tags)
+		}
 	}
 }

@@ -24,7 +24,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,7 +34,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/linkmesh/linkmesh/services/auth/authtest"
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
 
@@ -108,8 +106,7 @@ func run(ctx context.Context, o opts) error {
 	if err != nil {
 		return err
 	}
-	limit := 1000000
-	if err := authtest.Restrict(ctx, mc.Database("bench_auth"), acct.UserID, authtest.Restriction{QuotaLimit: &limit}); err != nil {
+	if err := b.SetQuotaLimit(ctx, acct.UserID, 1000000); err != nil {
 		return err
 	}
 
@@ -158,10 +155,7 @@ func run(ctx context.Context, o opts) error {
 	}
 	fmt.Printf("POST /api/links/shorten with IP-literal destinations, %d requests in flight, %s per run\n\n", o.workers, o.duration)
 	fmt.Printf("%-34s %8s %10s %10s %10s   %s\n", "run", "done", "per s", "p50", "p99", "verdict")
-	linksBefore := func() int64 {
-		n, _ := mc.Database("bench_link").Collection("links").CountDocuments(ctx, bson.D{})
-		return n
-	}
+	links := mc.Database(b.Database("link")).Collection("links")
 	var missed []string
 	for _, s := range []struct {
 		name   string
@@ -176,13 +170,16 @@ func run(ctx context.Context, o opts) error {
 		if !strings.Contains(s.name, o.only) {
 			continue
 		}
-		before := linksBefore()
+		before, err := links.CountDocuments(ctx, bson.D{})
+		if err != nil {
+			return err
+		}
 		var profiles sync.WaitGroup
 		if o.svcProf != "" && s.target {
 			for svc, addr := range debug {
 				profiles.Go(func() {
 					path := fmt.Sprintf("%s/%s-%s.prof", o.svcProf, strings.ReplaceAll(s.name, " ", "-"), svc)
-					if err := fetchProfile(ctx, addr, o.duration+time.Second, path); err != nil {
+					if err := stack.FetchProfile(ctx, addr, o.duration+time.Second, path); err != nil {
 						fmt.Fprintln(os.Stderr, "profile", svc, err)
 					}
 				})
@@ -196,7 +193,11 @@ func run(ctx context.Context, o opts) error {
 		verdict := "baseline"
 		if s.target {
 			// Every 201 must have left a link behind.
-			if stored := linksBefore() - before; stored != res.all {
+			after, err := links.CountDocuments(ctx, bson.D{})
+			if err != nil {
+				return err
+			}
+			if stored := after - before; stored != res.all {
 				return fmt.Errorf("%s: %d creations answered 201 but %d links were stored", s.name, res.all, stored)
 			}
 			verdict = "met"
@@ -287,28 +288,6 @@ func measure(ctx context.Context, workers int, d time.Duration, do func(context.
 	if len(times) == 0 {
 		return result{}, errors.New("no call completed")
 	}
-	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-	return result{all: all.Load(), ok: int64(len(times)), rate: float64(len(times)) / d.Seconds(),
-		p50: times[len(times)/2], p99: times[len(times)*99/100]}, nil
-}
-
-// fetchProfile saves a CPU profile of d from the service whose profiles are served on addr.
-func fetchProfile(ctx context.Context, addr string, d time.Duration, path string) error {
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(f, resp.Body)
-	return err
+	p50, p99 := stack.Percentiles(times)
+	return result{all: all.Load(), ok: int64(len(times)), rate: float64(len(times)) / d.Seconds(), p50: p50, p99: p99}, nil
 }

@@ -8,12 +8,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -54,14 +51,14 @@ func run(ctx context.Context, binDir string, n, samples int, profile string) err
 	if err != nil {
 		return err
 	}
-	c := client{base: svcs.GatewayURL, cookie: acct.Session, userID: acct.UserID, hc: &http.Client{Timeout: 30 * time.Second}}
+
 	mc, err := mongo.Connect(options.Client().ApplyURI(b.Datastores.MongoURI))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = mc.Disconnect(context.Background()) }()
 	start := time.Now()
-	if _, err := linktest.Load(ctx, mc.Database("bench_link"), c.userID, "bn", n, time.Now()); err != nil {
+	if _, err := linktest.Load(ctx, mc.Database(b.Database("link")), acct.UserID, "bn", n, time.Now()); err != nil {
 		return fmt.Errorf("load links: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "loaded %d links in %s\n", n, time.Since(start))
@@ -88,7 +85,7 @@ func run(ctx context.Context, binDir string, n, samples int, profile string) err
 		"/api/user/links?status=active&page=" + fmt.Sprint(deep),
 		"/api/user/dashboard",
 	} {
-		p50, p99, err := c.measure(path, samples)
+		p50, p99, err := stack.TimeGET(ctx, svcs.GatewayURL, path, acct.Session, 10, samples, nil)
 		if err != nil {
 			return err
 		}
@@ -104,33 +101,4 @@ func run(ctx context.Context, binDir string, n, samples int, profile string) err
 		return fmt.Errorf("benchmark target missed: %s", strings.Join(missed, ", "))
 	}
 	return nil
-}
-
-type client struct {
-	base, cookie, userID string
-	hc                   *http.Client
-}
-
-// measure sends path samples times after a warm-up and returns p50 and p99.
-func (c *client) measure(path string, samples int) (p50, p99 time.Duration, err error) {
-	times := make([]time.Duration, 0, samples)
-	for i := range samples + 10 {
-		req, _ := http.NewRequest(http.MethodGet, c.base+path, nil)
-		req.AddCookie(&http.Cookie{Name: "go_session", Value: c.cookie})
-		t0 := time.Now()
-		resp, err := c.hc.Do(req)
-		if err != nil {
-			return 0, 0, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return 0, 0, fmt.Errorf("%s: status %d", path, resp.StatusCode)
-		}
-		if i >= 10 {
-			times = append(times, time.Since(t0))
-		}
-	}
-	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-	return times[len(times)/2], times[len(times)*99/100], nil
 }

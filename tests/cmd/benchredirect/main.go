@@ -9,9 +9,6 @@
 package main
 
 import (
-	"io"
-	"net/http"
-
 	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
 
 	"context"
@@ -133,7 +130,9 @@ func run(ctx context.Context, o options) error {
 			var prof chan error
 			if which == "full" && o.profile != "" && r <= 4 {
 				prof = make(chan error, 1)
-				go func() { prof <- appendProfile(ctx, o.profile, r, o.duration) }()
+				go func() {
+					prof <- stack.FetchProfile(ctx, debugAddr, o.duration-time.Second, fmt.Sprintf("%s-%d", o.profile, r))
+				}()
 			}
 			res, err := runWrk(ctx, o, url, luaPath, o.duration)
 			if prof != nil {
@@ -201,24 +200,3 @@ func median(xs []float64) float64 {
 
 // debugAddr serves the gateway's profiles when -gateway-profile is set.
 const debugAddr = "127.0.0.1:16070"
-
-// appendProfile fetches a CPU profile of the gateway lasting one run, into path-<round>.
-func appendProfile(ctx context.Context, path string, round int, d time.Duration) error {
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debugAddr, int(d.Seconds())-1)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(fmt.Sprintf("%s-%d", path, round))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(f, resp.Body)
-	return err
-}

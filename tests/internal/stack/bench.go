@@ -46,7 +46,7 @@ func StartBench(ctx context.Context, name string, opts ServicesOptions) (_ *Benc
 	if b.Datastores, err = StartDatastores(ctx, filepath.Join(dir, "data"), log); err != nil {
 		return nil, err
 	}
-	opts.MongoURI, opts.RedisURL, opts.DatabasePrefix, opts.LogDir = b.Datastores.MongoURI, b.Datastores.RedisURL, "bench", dir
+	opts.MongoURI, opts.RedisURL, opts.DatabasePrefix, opts.LogDir = b.Datastores.MongoURI, b.Datastores.RedisURL, benchPrefix, dir
 	if opts.Env == nil {
 		opts.Env = map[string]string{}
 	}
@@ -121,7 +121,10 @@ func (b *Bench) SetQuotaLimit(ctx context.Context, userID string, limit int) err
 }
 
 // Database is the name of service svc's database in the bench.
-func (b *Bench) Database(svc string) string { return "bench_" + svc }
+func (b *Bench) Database(svc string) string { return benchPrefix + "_" + svc }
+
+// benchPrefix names the bench's databases.
+const benchPrefix = "bench"
 
 // DiscardStream deletes a stream with everything on it, consumer groups included.
 func (b *Bench) DiscardStream(ctx context.Context, name string) error {

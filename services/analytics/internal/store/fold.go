@@ -40,9 +40,16 @@ type rollup struct {
 	breakdown        map[string]map[string]int64 // field → value → clicks
 }
 
-// Breakdown fields of a daily rollup, by the click field they count.
-var breakdowns = []struct{ field, click string }{
-	{"countries", "country"}, {"referrers", "referrer"}, {"devices", "device_type"}, {"browsers", "browser"}, {"oss", "os"},
+// Breakdown fields of a daily rollup, with the click value each counts.
+var breakdowns = []struct {
+	field string
+	of    func(clickDoc) string
+}{
+	{"countries", func(c clickDoc) string { return c.Country }},
+	{"referrers", func(c clickDoc) string { return c.Referrer }},
+	{"devices", func(c clickDoc) string { return c.DeviceType }},
+	{"browsers", func(c clickDoc) string { return c.Browser }},
+	{"oss", func(c clickDoc) string { return c.OS }},
 }
 
 // FoldSlot adds the clicks and visitors stored in slot to the rollups, then records that
@@ -93,14 +100,13 @@ func (s *Store) FoldSlot(ctx context.Context, slot int64) (int64, error) {
 		d := dayOf(c.LinkID, c.Day)
 		d.clicks++
 		d.owner = c.OwnerID
-		values := map[string]string{"country": c.Country, "referrer": c.Referrer, "device_type": c.DeviceType, "browser": c.Browser, "os": c.OS}
 		for _, b := range breakdowns {
 			m := d.breakdown[b.field]
 			if m == nil {
 				m = map[string]int64{}
 				d.breakdown[b.field] = m
 			}
-			m[values[b.click]]++
+			m[b.of(c)]++
 		}
 		l := links[c.LinkID]
 		if l == nil {

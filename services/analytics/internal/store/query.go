@@ -21,37 +21,31 @@ func (s *Store) LinkAnalytics(ctx context.Context, linkID, code string, from, to
 	if err != nil {
 		return analytics.LinkAnalytics{}, fmt.Errorf("read daily rollups: %w", err)
 	}
-	var raw []bson.Raw
-	if err := cur.All(ctx, &raw); err != nil {
+	var docs []struct {
+		Day            string           `bson:"day"`
+		Clicks         int64            `bson:"clicks"`
+		UniqueVisitors int64            `bson:"unique_visitors"`
+		Countries      map[string]int64 `bson:"countries"`
+		Referrers      map[string]int64 `bson:"referrers"`
+		Devices        map[string]int64 `bson:"devices"`
+		Browsers       map[string]int64 `bson:"browsers"`
+		OSs            map[string]int64 `bson:"oss"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
 		return analytics.LinkAnalytics{}, fmt.Errorf("read daily rollups: %w", err)
 	}
 	byDay := map[string]analytics.Day{}
-	sums := map[string]map[string]int64{}
+	countries, referrers, devices, browsers, oss := map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]int64{}
 	out := analytics.LinkAnalytics{ShortCode: code, From: fromDay, To: toDay}
-	for _, r := range raw {
-		var d struct {
-			Day            string `bson:"day"`
-			Clicks         int64  `bson:"clicks"`
-			UniqueVisitors int64  `bson:"unique_visitors"`
-		}
-		if err := bson.Unmarshal(r, &d); err != nil {
-			return analytics.LinkAnalytics{}, fmt.Errorf("decode daily rollup: %w", err)
-		}
+	for _, d := range docs {
 		byDay[d.Day] = analytics.Day{Date: d.Day, Clicks: d.Clicks, UniqueVisitors: d.UniqueVisitors}
 		out.TotalClicks += d.Clicks
 		out.UniqueVisitors += d.UniqueVisitors
-		for _, b := range breakdowns {
-			var m map[string]int64
-			if v, err := r.LookupErr(b.field); err == nil {
-				if err := v.Unmarshal(&m); err != nil {
-					return analytics.LinkAnalytics{}, fmt.Errorf("decode %s: %w", b.field, err)
-				}
-			}
-			if sums[b.field] == nil {
-				sums[b.field] = map[string]int64{}
-			}
-			for k, n := range m {
-				sums[b.field][unescapeKey(k)] += n
+		for _, b := range []struct{ into, from map[string]int64 }{
+			{countries, d.Countries}, {referrers, d.Referrers}, {devices, d.Devices}, {browsers, d.Browsers}, {oss, d.OSs},
+		} {
+			for k, n := range b.from {
+				b.into[unescapeKey(k)] += n
 			}
 		}
 	}
@@ -63,11 +57,8 @@ func (s *Store) LinkAnalytics(ctx context.Context, linkID, code string, from, to
 			out.Timeseries = append(out.Timeseries, analytics.Day{Date: day})
 		}
 	}
-	out.Countries = shares(sums["countries"])
-	out.Referrers = shares(sums["referrers"])
-	out.Devices = shares(sums["devices"])
-	out.Browsers = shares(sums["browsers"])
-	out.OperatingSystems = shares(sums["oss"])
+	out.Countries, out.Referrers, out.Devices = shares(countries), shares(referrers), shares(devices)
+	out.Browsers, out.OperatingSystems = shares(browsers), shares(oss)
 	return out, nil
 }
 

@@ -41,26 +41,21 @@ func (r *Resolver) ClientIP(peer netip.Addr, forwardedFor string) netip.Addr {
 	return client
 }
 
-// FromRequest is ClientIP of a request. Every X-Forwarded-For line counts: a proxy that adds
-// its own line must not leave the client's line in charge.
-func (r *Resolver) FromRequest(c *fiber.Ctx) netip.Addr {
+// FromRequest is ClientIP of a request, and whether its socket peer is a trusted proxy,
+// whose edge headers (such as CF-IPCountry) may be believed. Every X-Forwarded-For line
+// counts: a proxy that adds its own line must not leave the client's line in charge.
+func (r *Resolver) FromRequest(c *fiber.Ctx) (client netip.Addr, viaProxy bool) {
 	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
-	lines := c.Request().Header.PeekAll(fiber.HeaderXForwardedFor)
-	if len(lines) == 0 {
-		return peer.Unmap()
+	peer = peer.Unmap()
+	if !r.isTrusted(peer) {
+		return peer, false
 	}
+	lines := c.Request().Header.PeekAll(fiber.HeaderXForwardedFor)
 	xff := make([]string, len(lines))
 	for i, l := range lines {
 		xff[i] = string(l)
 	}
-	return r.ClientIP(peer, strings.Join(xff, ","))
-}
-
-// FromTrustedProxy reports whether the request's socket peer is a trusted proxy, whose
-// edge headers (such as CF-IPCountry) may be believed.
-func (r *Resolver) FromTrustedProxy(c *fiber.Ctx) bool {
-	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
-	return r.isTrusted(peer.Unmap())
+	return r.ClientIP(peer, strings.Join(xff, ",")), true
 }
 
 func (r *Resolver) isTrusted(a netip.Addr) bool {

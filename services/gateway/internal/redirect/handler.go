@@ -69,12 +69,12 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 // record hands the visit over, its strings copied out of the request buffers, which the
 // server reuses once the handler returns.
 func (h *Handler) record(c *fiber.Ctx, e Entry, now time.Time) {
-	v := clicks.Visit{LinkID: e.ID, OwnerID: e.OwnerID, Code: e.ShortCode, At: now,
-		IP:        h.ips.FromRequest(c),
+	ip, viaProxy := h.ips.FromRequest(c)
+	v := clicks.Visit{LinkID: e.ID, OwnerID: e.OwnerID, Code: e.ShortCode, At: now, IP: ip,
 		UserAgent: string(c.Request().Header.UserAgent()),
 		Referer:   string(c.Request().Header.Referer()),
 	}
-	if h.ips.FromTrustedProxy(c) {
+	if viaProxy {
 		v.EdgeCountry = string(c.Request().Header.Peek("CF-IPCountry"))
 	}
 	h.clicks.Record(v)

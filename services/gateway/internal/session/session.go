@@ -53,7 +53,10 @@ func NewGate(v Validator, keys *identity.Keys, ips *clientip.Resolver, keyer *cl
 }
 
 // clientAddr is the caller's address per the trusted-proxy rules.
-func (g *Gate) clientAddr(c *fiber.Ctx) netip.Addr { return g.ips.FromRequest(c) }
+func (g *Gate) clientAddr(c *fiber.Ctx) netip.Addr {
+	addr, _ := g.ips.FromRequest(c)
+	return addr
+}
 
 // IdentityKey is the HMAC of the caller's address: what quotas and audit records keep. It
 // is derived once per request, however many internal calls carry it.

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"math/rand/v2"
-	"sync"
 	"time"
 )
 
@@ -31,26 +30,4 @@ func (b *backoff) reset() bool {
 	failing := b.cur != 0
 	b.cur = 0
 	return failing
-}
-
-// limiter lets one log line through per interval and counts those it holds back, so that
-// a failure repeating in a tight loop neither floods the log nor disappears from it.
-type limiter struct {
-	mu         sync.Mutex
-	every      time.Duration
-	last       time.Time
-	suppressed int64
-}
-
-// allow reports whether a line may be logged at now and, when it may, how many lines were
-// held back since the previous one.
-func (l *limiter) allow(now time.Time) (ok bool, suppressed int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.last.IsZero() && now.Sub(l.last) < l.every {
-		l.suppressed++
-		return false, 0
-	}
-	l.last, suppressed, l.suppressed = now, l.suppressed, 0
-	return true, suppressed
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/linkmesh/linkmesh/pkg/logging"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -51,7 +52,7 @@ type Producer struct {
 	stopped bool
 
 	sent, dropped, failed, held atomic.Int64
-	drops, errs                 limiter
+	drops, errs                 *logging.Limiter
 }
 
 // NewProducer checks opts and fills in the defaults.
@@ -78,7 +79,7 @@ func NewProducer(opts ProducerOptions) (*Producer, error) {
 		log = slog.Default()
 	}
 	return &Producer{opts: opts, log: log.With("stream", opts.Stream), queue: make(chan map[string]string, opts.QueueSize),
-		drops: limiter{every: opts.LogInterval}, errs: limiter{every: opts.LogInterval}}, nil
+		drops: &logging.Limiter{Every: opts.LogInterval}, errs: &logging.Limiter{Every: opts.LogInterval}}, nil
 }
 
 // Enqueue queues an entry for Run to write and reports whether it was accepted. It never
@@ -88,10 +89,6 @@ func NewProducer(opts ProducerOptions) (*Producer, error) {
 // buffer is safe), so the caller may reuse the map, and no value Redis cannot encode can
 // stall the queue. Field names are kept as given: they are meant to be constants.
 func (p *Producer) Enqueue(values map[string]any) bool {
-	if len(values) == 0 {
-		p.drop("empty entry")
-		return false
-	}
 	entry := make(map[string]string, len(values))
 	for k, v := range values {
 		s := valueString(v)
@@ -130,7 +127,7 @@ func (p *Producer) EnqueueOwned(entry map[string]string) bool {
 
 func (p *Producer) drop(reason string) {
 	n := p.dropped.Add(1)
-	if ok, suppressed := p.drops.allow(time.Now()); ok {
+	if ok, suppressed := p.drops.Allow(time.Now()); ok {
 		p.log.Warn("stream entry dropped", "reason", reason, "dropped_total", n, "suppressed", suppressed)
 	}
 }
@@ -253,7 +250,7 @@ func (p *Producer) write(ctx context.Context, batch []map[string]string) ([]map[
 }
 
 func (p *Producer) warn(ctx context.Context, err error, unsent int) {
-	if ok, suppressed := p.errs.allow(time.Now()); ok {
+	if ok, suppressed := p.errs.Allow(time.Now()); ok {
 		p.log.WarnContext(ctx, "stream write failed", "err", err, "unsent", unsent, "suppressed", suppressed)
 	}
 }

@@ -73,27 +73,6 @@ func TestBackoffDoublesWithinBoundsAndResets(t *testing.T) {
 	}
 }
 
-func TestLimiterLetsOneLinePerIntervalAndCountsTheRest(t *testing.T) {
-	l := limiter{every: time.Minute}
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		at         time.Duration
-		ok         bool
-		suppressed int64
-	}{
-		{at: 0, ok: true},
-		{at: time.Second},
-		{at: 59 * time.Second},
-		{at: time.Minute, ok: true, suppressed: 2},
-		{at: 2*time.Minute + time.Second, ok: true},
-	} {
-		ok, suppressed := l.allow(t0.Add(tc.at))
-		if ok != tc.ok || suppressed != tc.suppressed {
-			t.Fatalf("at +%s: allow = %v, %d; want %v, %d", tc.at, ok, suppressed, tc.ok, tc.suppressed)
-		}
-	}
-}
-
 func TestToMessages(t *testing.T) {
 	at := time.Date(2026, 2, 3, 4, 5, 6, 7, time.UTC)
 	msgs, gone := toMessages([]redis.XMessage{

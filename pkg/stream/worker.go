@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/linkmesh/linkmesh/pkg/logging"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -62,7 +63,7 @@ type Worker struct {
 	opts WorkerOptions
 	log  *slog.Logger
 	// fails and recoveries space out the log lines of a worker going back and forth.
-	fails, recoveries limiter
+	fails, recoveries *logging.Limiter
 
 	handled, acked, reclaimed, dead, failures atomic.Int64
 }
@@ -112,8 +113,8 @@ func NewWorker(opts WorkerOptions) (*Worker, error) {
 		log = slog.Default()
 	}
 	log = log.With("stream", opts.Stream, "group", opts.Group, "consumer", opts.Consumer)
-	return &Worker{opts: opts, log: log, fails: limiter{every: opts.LogInterval},
-		recoveries: limiter{every: opts.LogInterval}}, nil
+	return &Worker{opts: opts, log: log, fails: &logging.Limiter{Every: opts.LogInterval},
+		recoveries: &logging.Limiter{Every: opts.LogInterval}}, nil
 }
 
 func orDefault[T comparable](v *T, def T) {
@@ -212,13 +213,13 @@ func (w *Worker) warn(ctx context.Context, msg string, err error) {
 	if ctx.Err() != nil {
 		return
 	}
-	if ok, suppressed := w.fails.allow(time.Now()); ok {
+	if ok, suppressed := w.fails.Allow(time.Now()); ok {
 		w.log.WarnContext(ctx, msg, "err", err, "suppressed", suppressed)
 	}
 }
 
 func (w *Worker) recovered(ctx context.Context) {
-	if ok, _ := w.recoveries.allow(time.Now()); ok {
+	if ok, _ := w.recoveries.Allow(time.Now()); ok {
 		w.log.InfoContext(ctx, "stream worker recovered")
 	}
 }

@@ -92,7 +92,7 @@ func (c Click) Fields() map[string]string {
 
 // Values are Fields for a producer's Enqueue or a plain XADD.
 func (c Click) Values() map[string]any {
-	out := make(map[string]any, 11)
+	out := make(map[string]any, 1)
 	for k, v := range c.Fields() {
 		out[k] = v
 	}

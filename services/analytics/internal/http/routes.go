@@ -49,7 +49,7 @@ func (h handlers) counts(c *fiber.Ctx) error {
 		return err
 	}
 	if len(req.LinkIDs) > analytics.MaxCountLinks {
-		return errs.Invalid("link_ids holds at most 100 ids")
+		return errs.Invalid("link_ids holds at most %d ids", analytics.MaxCountLinks)
 	}
 	out, err := h.st.Counts(c.UserContext(), req.OwnerID, req.LinkIDs)
 	if err != nil {

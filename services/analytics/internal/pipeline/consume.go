@@ -1,13 +1,14 @@
 package pipeline
 
 import (
-	"github.com/redis/go-redis/v9"
-
 	"context"
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+	"github.com/linkmesh/linkmesh/pkg/logging"
 	"github.com/linkmesh/linkmesh/pkg/stream"
 	"github.com/linkmesh/linkmesh/services/analytics/internal/store"
 )
@@ -21,7 +22,11 @@ const Group = "analytics"
 //
 // Visitors already stored are remembered in Redis for two days, so a returning visitor's
 // record is not inserted again: a lost memory costs speed, never a count.
+//
+// A save is bounded by saveTimeout, well inside the fold's slotGrace: the clicks it stores
+// carry the slot the save began in, and that slot must not be folded before they land.
 func Handler(st *store.Store, rdb *redis.Client, log *slog.Logger, now func() time.Time) stream.Handler {
+	memoryFailures := &logging.Limiter{Every: time.Minute}
 	return func(ctx context.Context, msgs []stream.Message) error {
 		clicks := make([]analytics.Click, 0, len(msgs))
 		for _, m := range msgs {
@@ -33,19 +38,31 @@ func Handler(st *store.Store, rdb *redis.Client, log *slog.Logger, now func() ti
 			clicks = append(clicks, c)
 		}
 		ids := make([]string, 0, len(clicks))
+		seen := make(map[string]bool, len(clicks))
 		for _, c := range clicks {
-			if id := store.VisitorID(c); id != "" {
+			if id := store.VisitorID(c); id != "" && !seen[id] {
+				seen[id] = true
 				ids = append(ids, id)
 			}
 		}
-		stored := storedVisitors(ctx, rdb, ids)
-		if err := st.Save(ctx, clicks, now(), stored); err != nil {
+		stored, err := storedVisitors(ctx, rdb, ids)
+		if err != nil {
+			if ok, suppressed := memoryFailures.Allow(time.Now()); ok {
+				log.WarnContext(ctx, "visitor memory unavailable; storing every visitor again", "err", err, "suppressed", suppressed)
+			}
+		}
+		sctx, cancel := context.WithTimeout(ctx, saveTimeout)
+		defer cancel()
+		if err := st.Save(sctx, clicks, now(), stored); err != nil {
 			return err
 		}
 		markVisitors(ctx, rdb, ids, stored)
 		return nil
 	}
 }
+
+// saveTimeout bounds one batch's save; see slotGrace.
+const saveTimeout = 5 * time.Second
 
 // visitorKey remembers that a visitor record is stored.
 func visitorKey(id string) string { return "linkmesh:analytics:visitor:" + id }
@@ -55,10 +72,10 @@ func visitorKey(id string) string { return "linkmesh:analytics:visitor:" + id }
 const visitorMemory = 48 * time.Hour
 
 // storedVisitors are the ids Redis remembers as stored; none when Redis cannot say.
-func storedVisitors(ctx context.Context, rdb *redis.Client, ids []string) map[string]bool {
+func storedVisitors(ctx context.Context, rdb *redis.Client, ids []string) (map[string]bool, error) {
 	out := map[string]bool{}
 	if len(ids) == 0 {
-		return out
+		return out, nil
 	}
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, len(ids))
@@ -66,14 +83,14 @@ func storedVisitors(ctx context.Context, rdb *redis.Client, ids []string) map[st
 		cmds[i] = pipe.Exists(ctx, visitorKey(id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return map[string]bool{}
+		return map[string]bool{}, err
 	}
 	for i, c := range cmds {
 		if c.Val() == 1 {
 			out[ids[i]] = true
 		}
 	}
-	return out
+	return out, nil
 }
 
 // markVisitors remembers the newly stored ids; a failure only costs speed later.

@@ -3,6 +3,8 @@
 package pipeline
 
 import (
+	"github.com/linkmesh/linkmesh/pkg/logging"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -25,8 +27,8 @@ const (
 	leaseRenew = 3 * time.Second
 )
 
-// slotGrace is how long after a slot ends it is folded: longer than any Save in flight
-// (their inserts are bounded by the consumer's timeout) plus clock skew between replicas.
+// slotGrace is how long after a slot ends it is folded: longer than any save in flight
+// (bounded by saveTimeout) plus clock skew between replicas.
 const slotGrace = 15 * time.Second
 
 var renewLease = redis.NewScript(`
@@ -44,6 +46,8 @@ type Folder struct {
 	Now    func() time.Time
 	// Interval is how often the leader looks for closed slots (default 1s).
 	Interval time.Duration
+	// leaseFailures spaces out the log lines of a Redis that cannot be asked for the lease.
+	leaseFailures *logging.Limiter
 }
 
 // Run folds until ctx ends.
@@ -51,6 +55,7 @@ func (f Folder) Run(ctx context.Context) {
 	if f.Interval == 0 {
 		f.Interval = time.Second
 	}
+	f.leaseFailures = &logging.Limiter{Every: time.Minute}
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
@@ -80,6 +85,11 @@ func (f Folder) Run(ctx context.Context) {
 // hold takes the lease, or keeps it if it is ours, and reports whether we hold it.
 func (f Folder) hold(ctx context.Context, token string) bool {
 	ok, err := renewLease.Run(ctx, f.Redis, []string{leaderKey}, token, leaseTTL.Milliseconds()).Int()
+	if err != nil && ctx.Err() == nil {
+		if allow, suppressed := f.leaseFailures.Allow(time.Now()); allow {
+			f.Logger.WarnContext(ctx, "fold lease unavailable; not folding", "err", err, "suppressed", suppressed)
+		}
+	}
 	return err == nil && ok == 1
 }
 
@@ -112,10 +122,14 @@ func (f Folder) foldWhileLeader(ctx context.Context, token string) error {
 	if err := f.Store.ApplyPurges(lctx); err != nil {
 		return err
 	}
+	purged, err := f.Store.PurgedLinks(lctx)
+	if err != nil {
+		return err
+	}
 	for slot := next; slot <= closed; slot++ {
 		// A slot holds what the consumers stored in 10 s, which may take a while to read.
 		sctx, cancel := context.WithTimeout(lctx, slotTimeout)
-		_, err := f.Store.FoldSlot(sctx, slot)
+		err := f.Store.FoldSlot(sctx, slot, purged)
 		cancel()
 		if err != nil {
 			return err

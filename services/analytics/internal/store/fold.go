@@ -56,27 +56,23 @@ var breakdowns = []struct {
 // the next slot is slot+1. Each rollup it touches remembers the slot, so folding a slot
 // again (after a crash between two documents) adds nothing twice. Only one caller may fold
 // at a time (see Folder); the slot must be closed, i.e. no click can be stored in it
-// anymore. It returns the clicks folded.
-func (s *Store) FoldSlot(ctx context.Context, slot int64) (int64, error) {
-	gone, err := s.purgedLinks(ctx)
-	if err != nil {
-		return 0, err
-	}
+// anymore. Clicks of the links in purged are left out.
+func (s *Store) FoldSlot(ctx context.Context, slot int64, purged map[string]bool) error {
 	cur, err := s.clicks.Find(ctx, bson.D{{Key: "slot", Value: slot}})
 	if err != nil {
-		return 0, fmt.Errorf("read slot clicks: %w", err)
+		return fmt.Errorf("read slot clicks: %w", err)
 	}
 	var clicks []clickDoc
 	if err := cur.All(ctx, &clicks); err != nil {
-		return 0, fmt.Errorf("read slot clicks: %w", err)
+		return fmt.Errorf("read slot clicks: %w", err)
 	}
 	cur, err = s.visitors.Find(ctx, bson.D{{Key: "slot", Value: slot}})
 	if err != nil {
-		return 0, fmt.Errorf("read slot visitors: %w", err)
+		return fmt.Errorf("read slot visitors: %w", err)
 	}
 	var visitors []visitorDoc
 	if err := cur.All(ctx, &visitors); err != nil {
-		return 0, fmt.Errorf("read slot visitors: %w", err)
+		return fmt.Errorf("read slot visitors: %w", err)
 	}
 
 	days := map[string]*rollup{}
@@ -91,12 +87,10 @@ func (s *Store) FoldSlot(ctx context.Context, slot int64) (int64, error) {
 		}
 		return r
 	}
-	var folded int64
 	for _, c := range clicks {
-		if gone[c.LinkID] {
+		if purged[c.LinkID] {
 			continue
 		}
-		folded++
 		d := dayOf(c.LinkID, c.Day)
 		d.clicks++
 		d.owner = c.OwnerID
@@ -124,7 +118,7 @@ func (s *Store) FoldSlot(ctx context.Context, slot int64) (int64, error) {
 		}
 	}
 	for _, v := range visitors {
-		if !gone[v.LinkID] {
+		if !purged[v.LinkID] {
 			dayOf(v.LinkID, v.Day).visitors++
 		}
 	}
@@ -141,23 +135,23 @@ func (s *Store) FoldSlot(ctx context.Context, slot int64) (int64, error) {
 			set = append(set, bson.E{Key: "owner_id", Value: r.owner})
 		}
 		if err := s.addOnce(ctx, s.daily, id, slot, inc, set); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	for id, r := range links {
 		if err := s.addOnce(ctx, s.links, id, slot, bson.D{{Key: "clicks", Value: r.clicks}}, bson.D{{Key: "owner_id", Value: r.owner}}); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	for id, r := range owners {
 		if err := s.addOnce(ctx, s.owners, id, slot, bson.D{{Key: "clicks", Value: r.clicks}}, nil); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	if _, err := s.state.UpdateOne(ctx, bson.D{{Key: "_id", Value: foldID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "next_slot", Value: slot + 1}}}}); err != nil {
-		return 0, fmt.Errorf("advance fold: %w", err)
+		return fmt.Errorf("advance fold: %w", err)
 	}
-	return folded, nil
+	return nil
 }
 
 // addOnce adds inc to document id unless it already holds slot's share, and records slot.
@@ -175,9 +169,9 @@ func (s *Store) addOnce(ctx context.Context, coll *mongo.Collection, id string, 
 	return nil
 }
 
-// purgedLinks are the links whose analytics were purged: none of their clicks is folded
+// PurgedLinks are the links whose analytics were purged: none of their clicks is folded
 // again, whatever the stream still delivers.
-func (s *Store) purgedLinks(ctx context.Context) (map[string]bool, error) {
+func (s *Store) PurgedLinks(ctx context.Context) (map[string]bool, error) {
 	cur, err := s.purged.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
 	if err != nil {
 		return nil, fmt.Errorf("read purged links: %w", err)
@@ -227,7 +221,8 @@ func (s *Store) Purge(ctx context.Context, linkID string) error {
 	return nil
 }
 
-// ApplyPurges takes each purged link's total out of its owner's total and deletes it. Each
+// ApplyPurges takes each purged link's total out of its owner's total and deletes it and
+// any daily rollup of the link a fold wrote since the purge. Each
 // step is guarded, so a crash between them is healed by the next call. Only the fold's
 // leader calls it.
 func (s *Store) ApplyPurges(ctx context.Context) error {
@@ -260,6 +255,11 @@ func (s *Store) ApplyPurges(ctx context.Context) error {
 		}
 		if _, err := s.links.DeleteOne(ctx, bson.D{{Key: "_id", Value: p.ID}}); err != nil {
 			return fmt.Errorf("delete purged total: %w", err)
+		}
+		// A fold that read the purged links just before the purge may have written daily
+		// rollups again; only the leader runs this, after such a fold.
+		if _, err := s.daily.DeleteMany(ctx, bson.D{{Key: "link_id", Value: p.ID}}); err != nil {
+			return fmt.Errorf("delete purged rollups: %w", err)
 		}
 		if _, err := s.purged.UpdateOne(ctx, bson.D{{Key: "_id", Value: p.ID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "applied", Value: 1}}}}); err != nil {
 			return fmt.Errorf("mark purge applied: %w", err)

@@ -80,13 +80,9 @@ func shares(m map[string]int64) []analytics.Share {
 }
 
 // Counts returns the click totals of linkIDs (0 for a link without clicks) and, when
-// ownerID is set, of all the owner's links. With an owner, the totals come from the
-// owner's documents; without, one lookup per link.
+// ownerID is set, of all the owner's links, in at most two reads.
 func (s *Store) Counts(ctx context.Context, ownerID string, linkIDs []string) (analytics.Counts, error) {
 	out := analytics.Counts{Links: make(map[string]int64, len(linkIDs))}
-	for _, id := range linkIDs {
-		out.Links[id] = 0
-	}
 	type total struct {
 		ID     string `bson:"_id"`
 		Clicks int64  `bson:"clicks"`
@@ -98,31 +94,28 @@ func (s *Store) Counts(ctx context.Context, ownerID string, linkIDs []string) (a
 			return out, fmt.Errorf("read owner total: %w", err)
 		}
 		out.Owner = o.Clicks
-		if len(linkIDs) == 0 {
-			return out, nil
-		}
-		cur, err := s.links.Find(ctx, bson.D{{Key: "owner_id", Value: ownerID}})
-		if err != nil {
-			return out, fmt.Errorf("read link totals: %w", err)
-		}
-		var ts []total
-		if err := cur.All(ctx, &ts); err != nil {
-			return out, fmt.Errorf("read link totals: %w", err)
-		}
-		for _, t := range ts {
-			if _, asked := out.Links[t.ID]; asked {
-				out.Links[t.ID] = t.Clicks
-			}
-		}
-		return out, nil
 	}
 	for _, id := range linkIDs {
-		var t total
-		err := s.links.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&t)
-		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-			return out, fmt.Errorf("read link total: %w", err)
-		}
-		out.Links[id] = t.Clicks
+		out.Links[id] = 0
+	}
+	if len(linkIDs) == 0 {
+		return out, nil
+	}
+	filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: linkIDs}}}}
+	if ownerID != "" {
+		// Narrows the read on a store that cannot use the _id index for $in (FerretDB).
+		filter = append(filter, bson.E{Key: "owner_id", Value: ownerID})
+	}
+	cur, err := s.links.Find(ctx, filter)
+	if err != nil {
+		return out, fmt.Errorf("read link totals: %w", err)
+	}
+	var ts []total
+	if err := cur.All(ctx, &ts); err != nil {
+		return out, fmt.Errorf("read link totals: %w", err)
+	}
+	for _, t := range ts {
+		out.Links[t.ID] = t.Clicks
 	}
 	return out, nil
 }

@@ -47,7 +47,6 @@ func Slot(t time.Time) int64 { return t.UnixMilli() / SlotLength.Milliseconds() 
 
 // Store reads and writes the analytics collections.
 type Store struct {
-	db                                            *mongo.Database
 	clicks, visitors, daily, links, owners, state *mongo.Collection
 	purged                                        *mongo.Collection
 }
@@ -68,7 +67,7 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 	); err != nil {
 		return nil, err
 	}
-	return &Store{db: db, clicks: db.Collection(Clicks), visitors: db.Collection(Visitors), daily: db.Collection(Daily),
+	return &Store{clicks: db.Collection(Clicks), visitors: db.Collection(Visitors), daily: db.Collection(Daily),
 		links: db.Collection(LinkTotals), owners: db.Collection(OwnerTotals), state: db.Collection(state),
 		purged: db.Collection(purged)}, nil
 }
@@ -159,11 +158,12 @@ func insertNew(ctx context.Context, coll *mongo.Collection, docs []any) error {
 	return err
 }
 
-// escapeKey makes a breakdown value usable as a field name: no dots, no leading $.
-func escapeKey(v string) string {
-	return strings.NewReplacer("%", "%25", ".", "%2E", "$", "%24").Replace(v)
-}
+var (
+	escaper   = strings.NewReplacer("%", "%25", ".", "%2E", "$", "%24")
+	unescaper = strings.NewReplacer("%2E", ".", "%24", "$", "%25", "%")
+)
 
-func unescapeKey(k string) string {
-	return strings.NewReplacer("%2E", ".", "%24", "$", "%25", "%").Replace(k)
-}
+// escapeKey makes a breakdown value usable as a field name: no dots, no leading $.
+func escapeKey(v string) string { return escaper.Replace(v) }
+
+func unescapeKey(k string) string { return unescaper.Replace(k) }

@@ -5,6 +5,8 @@
 package clicks
 
 import (
+	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
+
 	"hash"
 
 	"encoding/binary"
@@ -63,7 +65,8 @@ type agent struct {
 	device, browser, os string
 }
 
-// maxAgents bounds the parsed User-Agents kept.
+// maxAgents bounds the parsed User-Agents kept; real traffic repeats a few thousand over
+// and over.
 const maxAgents = 20000
 
 // Salts gives the visitor-hash salt of a UTC day; it is shared by every gateway replica
@@ -72,14 +75,10 @@ type Salts interface {
 	Salt(day string) ([]byte, error)
 }
 
-// uaCacheSize is how many distinct User-Agent strings keep their parse; real traffic
-// repeats a few thousand over and over.
-const uaCacheSize = 20000
-
 // NewEnricher builds an Enricher. countries may be nil: every click then counts as
 // analytics.Unknown country unless a trusted edge said otherwise.
 func NewEnricher(countries Countries, salts Salts) (*Enricher, error) {
-	p, err := uaparser.New(uaparser.WithCacheSize(uaCacheSize))
+	p, err := uaparser.New() // the parses are kept in agents
 	if err != nil {
 		return nil, err
 	}
@@ -222,12 +221,7 @@ func VisitorHash(salt []byte, ip netip.Addr, userAgent string) string {
 }
 
 func visitorHash(m hash.Hash, ip netip.Addr, userAgent string) string {
-	ip = ip.Unmap()
-	if ip.Is6() {
-		if p, err := ip.Prefix(64); err == nil {
-			ip = p.Addr()
-		}
-	}
+	ip = clientip.Household(ip)
 	var buf [64]byte
 	m.Write(ip.AppendTo(buf[:0]))
 	m.Write([]byte{0})

@@ -1,6 +1,8 @@
 package clicks
 
 import (
+	"github.com/linkmesh/linkmesh/pkg/logging"
+
 	"context"
 	"log/slog"
 	"sync"
@@ -27,16 +29,14 @@ type Recorder struct {
 	pending  []Visit
 	spare    []Visit
 	capacity int
+	accepted int64
 
 	enricher *Enricher
 	producer *stream.Producer
 	log      *slog.Logger
 
-	accepted, dropped, robots atomic.Int64
-
-	logMu      sync.Mutex
-	lastLog    time.Time
-	unreported int64
+	dropped, robots atomic.Int64
+	drops           logging.Limiter
 }
 
 // logEvery is the least time between two log lines about dropped visits.
@@ -47,7 +47,7 @@ const handOff = 10 * time.Millisecond
 
 // NewRecorder returns a recorder holding at most queueSize visits not yet enriched.
 func NewRecorder(queueSize int, enricher *Enricher, producer *stream.Producer, log *slog.Logger) *Recorder {
-	return &Recorder{capacity: queueSize, enricher: enricher, producer: producer, log: log}
+	return &Recorder{capacity: queueSize, enricher: enricher, producer: producer, log: log, drops: logging.Limiter{Every: logEvery}}
 }
 
 // Record queues v. It never blocks on anything but a short append; a full queue drops v
@@ -56,16 +56,19 @@ func (r *Recorder) Record(v Visit) {
 	r.mu.Lock()
 	if len(r.pending) < r.capacity {
 		r.pending = append(r.pending, v)
+		r.accepted++
 		r.mu.Unlock()
-		r.accepted.Add(1)
 		return
 	}
 	r.mu.Unlock()
-	r.dropped.Add(1)
-	r.noteDrop()
+	n := r.dropped.Add(1)
+	if ok, suppressed := r.drops.Allow(time.Now()); ok {
+		r.log.Warn("click queue full; visits dropped", "dropped_total", n, "suppressed", suppressed)
+	}
 }
 
-// take swaps out the queued visits; the slice handed out is reused two takes later.
+// take swaps out the queued visits. The slice handed out becomes the queue again at the
+// next take, so Run must be done with it by then.
 func (r *Recorder) take() []Visit {
 	r.mu.Lock()
 	out := r.pending
@@ -74,21 +77,15 @@ func (r *Recorder) take() []Visit {
 	return out
 }
 
-func (r *Recorder) noteDrop() {
-	r.logMu.Lock()
-	defer r.logMu.Unlock()
-	r.unreported++
-	if now := time.Now(); now.Sub(r.lastLog) >= logEvery {
-		r.log.Warn("click queue full; visits dropped", "dropped", r.unreported, "dropped_total", r.dropped.Load())
-		r.lastLog, r.unreported = now, 0
-	}
-}
-
 // Accepted, Dropped and Robots count visits taken, visits refused by a full queue, and
 // visits that turned out to be crawlers.
-func (r *Recorder) Accepted() int64 { return r.accepted.Load() }
-func (r *Recorder) Dropped() int64  { return r.dropped.Load() }
-func (r *Recorder) Robots() int64   { return r.robots.Load() }
+func (r *Recorder) Accepted() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.accepted
+}
+func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
+func (r *Recorder) Robots() int64  { return r.robots.Load() }
 
 // Run enriches queued visits and hands the clicks to the producer, which it runs too,
 // until ctx ends. Then it enriches what is still queued and lets the producer flush it all

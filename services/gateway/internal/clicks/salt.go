@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,14 +24,10 @@ return redis.call('GET', KEYS[1])`)
 
 // RedisSalts keeps the visitor salt of each UTC day in Redis, the same for every gateway
 // replica: the first replica to need a day's salt draws it at random, and it expires
-// saltGrace after its day, so no one can recompute an older day's hashes. The salt in use is
-// kept in memory until its day is over.
+// saltGrace after its day, so no one can recompute an older day's hashes. (The Enricher
+// keeps the day's keyed hash, so this is asked once a day.)
 type RedisSalts struct {
 	rdb *redis.Client
-
-	mu   sync.Mutex
-	day  string
-	salt []byte
 }
 
 // NewRedisSalts returns salts kept in rdb.
@@ -40,11 +35,6 @@ func NewRedisSalts(rdb *redis.Client) *RedisSalts { return &RedisSalts{rdb: rdb}
 
 // Salt implements Salts.
 func (s *RedisSalts) Salt(day string) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.day == day {
-		return s.salt, nil
-	}
 	start, err := time.Parse(time.DateOnly, day)
 	if err != nil {
 		return nil, err
@@ -62,7 +52,5 @@ func (s *RedisSalts) Salt(day string) ([]byte, error) {
 	if err != nil || len(salt) != len(fresh) {
 		return nil, fmt.Errorf("visitor salt of %s unreadable", day)
 	}
-	// The previous day's salt is dropped from memory with it.
-	s.day, s.salt = day, salt
 	return salt, nil
 }

@@ -67,22 +67,28 @@ func (r *Resolver) isTrusted(a netip.Addr) bool {
 	return false
 }
 
+// Household is the address that stands for a client: an IPv4 address as it is, an IPv6
+// address as its /64, since one host or household usually holds a whole /64 and could
+// otherwise rotate past any per-address count.
+func Household(ip netip.Addr) netip.Addr {
+	ip = ip.Unmap()
+	if ip.Is6() {
+		if p, err := ip.Prefix(64); err == nil {
+			return p.Addr()
+		}
+	}
+	return ip
+}
+
 // Keyer derives identity keys: HMAC-SHA256 of the address under a server secret, hex-encoded.
 type Keyer struct{ secret []byte }
 
 // NewKeyer returns a Keyer for secret.
 func NewKeyer(secret string) *Keyer { return &Keyer{secret: []byte(secret)} }
 
-// Key returns the identity key of ip. An IPv6 address counts as its /64: one host usually
-// holds a whole /64, so keying single addresses would let it rotate past every limit.
+// Key returns the identity key of ip's Household.
 func (k *Keyer) Key(ip netip.Addr) string {
-	ip = ip.Unmap()
-	if ip.Is6() {
-		if p, err := ip.Prefix(64); err == nil {
-			ip = p.Addr()
-		}
-	}
 	m := hmac.New(sha256.New, k.secret)
-	m.Write([]byte(ip.String()))
+	m.Write([]byte(Household(ip).String()))
 	return hex.EncodeToString(m.Sum(nil))
 }

@@ -97,10 +97,7 @@ func NewCache(size int, resolver Resolver) *Cache {
 func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (Entry, error) {
 	if e, ok := c.entries.Get(code); ok && now.Sub(e.fetched) < link.CacheTTL {
 		if !now.Before(e.refreshAt) {
-			code = strings.Clone(code)
-			// Joins the code's fill in flight if there is one; nobody waits for it.
-			fctx := context.WithoutCancel(ctx)
-			c.fills.DoChan(code, func() (any, error) { return c.fill(fctx, code, now) })
+			c.refresh(ctx, code, e, now)
 		}
 		return e, nil
 	}
@@ -113,6 +110,29 @@ func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (Entry, 
 		return Entry{}, err
 	}
 	return v.(Entry), nil
+}
+
+// refreshRetry is how long after starting a refresh the entry may start another, should
+// the first fail.
+const refreshRetry = 5 * time.Second
+
+// refresh starts one background fill of code, whose entry e is due: the entry's refresh
+// point moves on first, so the hits that follow while the fill runs start none.
+func (c *Cache) refresh(ctx context.Context, code string, e Entry, now time.Time) {
+	c.mu.Lock()
+	cur, ok := c.entries.Peek(code)
+	due := ok && cur.fetched.Equal(e.fetched) && !now.Before(cur.refreshAt)
+	if due {
+		cur.refreshAt = now.Add(refreshRetry)
+		c.entries.Add(code, cur)
+	}
+	c.mu.Unlock()
+	if !due {
+		return // another hit started it, or the entry changed meanwhile
+	}
+	code = strings.Clone(code)
+	fctx := context.WithoutCancel(ctx)
+	c.fills.DoChan(code, func() (any, error) { return c.fill(fctx, code, now) })
 }
 
 // fill asks the link service about code and stores the answer unless code was invalidated

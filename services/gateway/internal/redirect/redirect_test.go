@@ -258,12 +258,49 @@ func TestHotEntriesRefreshAhead(t *testing.T) {
 		t.Fatalf("resolver calls = %d, want 2 (one fill, one refresh)", n)
 	}
 	// The refreshed entry counts from the refresh: served until late + link.CacheTTL.
-	if _, err := c.Lookup(ctx, "hot", late.Add(link.CacheTTL-time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if e, ok := c.entries.Get("hot"); !ok || !e.fetched.Equal(late) {
+	if e, ok := c.entries.Peek("hot"); !ok || !e.fetched.Equal(late) {
 		t.Fatalf("refreshed entry fetched at %v, want %v", e.fetched, late)
 	}
+	if e, err := c.Lookup(ctx, "hot", late.Add(link.CacheTTL-time.Second)); err != nil || e.DestinationURL != "https://new.example" {
+		t.Fatalf("refreshed entry near its bound = %+v, %v", e.Resolved, err)
+	}
+}
+
+// A refresh that fails leaves the entry in service, and the next one starts refreshRetry
+// later, not on every hit.
+func TestFailedRefreshIsRetriedLater(t *testing.T) {
+	res := &fakeResolver{links: map[string]link.Resolved{"hot": {DestinationURL: "https://e.example", ExpiresAt: now.Add(time.Hour)}}}
+	c := NewCache(10, res)
+	ctx := context.Background()
+	if _, err := c.Lookup(ctx, "hot", now); err != nil {
+		t.Fatal(err)
+	}
+	res.mu.Lock()
+	res.fail = errs.Unavailable("link service unavailable", nil)
+	res.mu.Unlock()
+	e, _ := c.entries.Peek("hot")
+	due := e.refreshAt
+	waitCalls := func(want int32) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for res.calls.Load() != want && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond) // and no more than want
+		if n := res.calls.Load(); n != want {
+			t.Fatalf("resolver calls = %d, want %d", n, want)
+		}
+	}
+	for i := range 10 {
+		if e, err := c.Lookup(ctx, "hot", due.Add(time.Duration(i)*100*time.Millisecond)); err != nil || !e.Found {
+			t.Fatalf("hit while refreshing fails = %+v, %v", e, err)
+		}
+	}
+	waitCalls(2)
+	if _, err := c.Lookup(ctx, "hot", due.Add(refreshRetry)); err != nil {
+		t.Fatal(err)
+	}
+	waitCalls(3)
 }
 
 // Refresh points are spread over the window, so codes filled together do not all refresh

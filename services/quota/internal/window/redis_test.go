@@ -255,8 +255,36 @@ func TestFailedCombinedWriteUndoesEveryUnit(t *testing.T) {
 	if n, total := zcard(t, rdb, key), ledger.total(scope, key); n != 0 || total != 0 {
 		t.Fatalf("after failed writes redis=%d ledger=%d, want 0 and 0", n, total)
 	}
+	if n := ledger.adds.Load(); n >= 20 {
+		t.Fatalf("20 units took %d failed writes; they were not combined", n)
+	}
 	ledger.setFailAdd(nil)
 	if d, err := l.Reserve(context.Background(), scope, key); err != nil || !d.Allowed || d.Used != 1 {
 		t.Fatalf("reserve after recovery = %+v, %v; want allowed, used 1", d, err)
+	}
+}
+
+// A batch whose write never gets the counter's lock (another writer holds it past the
+// operation's deadline) fails for every unit in it, without a write, and each unit is taken
+// back out of Redis.
+func TestBatchWithoutTheLockFailsWhole(t *testing.T) {
+	rdb := testenv.Redis(t)
+	key := testenv.Name("key")
+	ledger, clock := newLedger(), newClock()
+	l := newRedisLimiter(t, rdb, ledger, clock, 100)
+	if err := rdb.Set(context.Background(), keysFor(scope, key).lock, "another-writer", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if _, err := l.Reserve(context.Background(), scope, key); !errs.IsKind(err, errs.KindUnavailable) {
+				t.Errorf("reserve without the lock = %v, want 503", err)
+			}
+		})
+	}
+	wg.Wait()
+	if n, adds := zcard(t, rdb, key), ledger.adds.Load(); n != 0 || adds != 0 {
+		t.Fatalf("redis holds %d units and the ledger saw %d writes; want 0 and 0", n, adds)
 	}
 }

@@ -42,7 +42,7 @@ const dnsCacheEntries = 10000
 // Validate checks the link service's own settings; the boot path checks the shared ones.
 func (c *Config) Validate() error {
 	if c.DNSTimeout <= 0 || c.DNSTimeout > 2*time.Second {
-		return fmt.Errorf("LINKMESH_DNS_TIMEOUT must be between 0 and 2s, got %s", c.DNSTimeout)
+		return fmt.Errorf("LINKMESH_DNS_TIMEOUT must be above 0 and at most 2s, got %s", c.DNSTimeout)
 	}
 	if c.DNSCacheTTL < 0 || c.DNSCacheTTL > time.Hour {
 		return fmt.Errorf("LINKMESH_DNS_CACHE_TTL must be between 0 and 1h, got %s", c.DNSCacheTTL)

@@ -2,6 +2,7 @@ package urlcheck
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"time"
@@ -12,11 +13,13 @@ import (
 // failedNames bounds how many names that resolved to nothing are remembered at once.
 const failedNames = 10000
 
-// RememberFailures makes v skip, for ttl, the lookup of a name that just resolved to
-// nothing (no such name, no answer within the bound): a caller creating many links to one
+// RememberFailures makes v skip, for ttl, the lookup of a name whose last lookup found it
+// does not exist or got no answer within the bound: a caller creating many links to one
 // dead name waits for the bound once, not once per link. Such a name counts as "not
-// internal" either way, so remembering it changes no verdict. It returns v; ttl 0 turns it
-// off. Call it before v is used.
+// internal" either way; what remembering costs is that a name which starts resolving to
+// an internal address within ttl is let through until then. Other failures (a refused or
+// failed query, the caller giving up) are not remembered. It returns v; ttl 0 turns it off.
+// Call it before v is used.
 func (v *Validator) RememberFailures(ttl time.Duration) *Validator {
 	if ttl > 0 {
 		v.failed = expirable.NewLRU[string, struct{}](failedNames, nil, ttl)
@@ -43,6 +46,7 @@ func (v *Validator) resolvesInternal(ctx context.Context, name string) bool {
 			return false
 		}
 	}
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, v.timeout)
 	defer cancel()
 
@@ -59,11 +63,15 @@ func (v *Validator) resolvesInternal(ctx context.Context, name string) bool {
 	select {
 	case res = <-done:
 	case <-ctx.Done():
-		v.remember(name)
+		if caller.Err() == nil { // our own bound, not the caller leaving
+			v.remember(name)
+		}
 		return false
 	}
 	if res.err != nil || len(res.addrs) == 0 {
-		v.remember(name)
+		if caller.Err() == nil && deadName(res.err) {
+			v.remember(name)
+		}
 		return false
 	}
 	for _, ip := range res.addrs {
@@ -72,6 +80,19 @@ func (v *Validator) resolvesInternal(ctx context.Context, name string) bool {
 		if !ok || blocked(addr) {
 			return true
 		}
+	}
+	return false
+}
+
+// deadName reports whether a lookup's failure says the name does not exist or went
+// unanswered (nil: an empty answer), rather than that this one query failed.
+func deadName(err error) bool {
+	var dnsErr *net.DNSError
+	switch {
+	case err == nil, errors.Is(err, context.DeadlineExceeded):
+		return true
+	case errors.As(err, &dnsErr):
+		return dnsErr.IsNotFound || dnsErr.IsTimeout
 	}
 	return false
 }

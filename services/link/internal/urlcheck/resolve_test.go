@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -133,6 +134,8 @@ func TestRememberFailures(t *testing.T) {
 			return nil, ctx.Err()
 		case "good.example":
 			return []net.IPAddr{{IP: net.ParseIP("93.184.216.34")}}, nil
+		case "servfail.example":
+			return nil, &net.DNSError{Err: "server misbehaving", Name: name, IsTemporary: true}
 		}
 		return nil, &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
 	})
@@ -144,20 +147,44 @@ func TestRememberFailures(t *testing.T) {
 		}
 		v.RememberFailures(ttl)
 		for range 3 {
-			for _, u := range []string{"https://slow.example/", "https://gone.example/", "https://good.example/"} {
+			for _, u := range []string{"https://slow.example/", "https://gone.example/", "https://good.example/", "https://servfail.example/"} {
 				if err := v.Check(context.Background(), u); err != nil {
 					t.Fatalf("Check(%s) = %v", u, err)
 				}
 			}
 		}
-		want := map[string]int{"slow.example": 1, "gone.example": 1, "good.example": 3}
+		// A failed query says nothing about the name: asked again every time.
+		want := map[string]int{"slow.example": 1, "gone.example": 1, "good.example": 3, "servfail.example": 3}
 		if ttl == 0 {
-			want = map[string]int{"slow.example": 3, "gone.example": 3, "good.example": 3}
+			want = map[string]int{"slow.example": 3, "gone.example": 3, "good.example": 3, "servfail.example": 3}
 		}
 		mu.Lock()
 		if !maps.Equal(asked, want) {
 			t.Errorf("ttl %s: lookups %v, want %v", ttl, asked, want)
 		}
 		mu.Unlock()
+	}
+}
+
+// A lookup cut short by the caller going away is not a verdict on the name.
+func TestCallerCancellationIsNotRemembered(t *testing.T) {
+	var asked atomic.Int32
+	r := funcResolver(func(ctx context.Context, name string) ([]net.IPAddr, error) {
+		asked.Add(1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	v, err := New("https://sho.rt", r, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.RememberFailures(time.Minute)
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_ = v.Check(ctx, "https://busy.example/")
+		cancel()
+	}
+	if n := asked.Load(); n != 2 {
+		t.Fatalf("lookups = %d, want 2: a caller's cancellation was remembered as a dead name", n)
 	}
 }

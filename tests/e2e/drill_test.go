@@ -58,11 +58,19 @@ func drill(t *testing.T, crash func()) {
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	var sent, failed atomic.Int64
-	var crashed sync.Once
+	var crashed atomic.Bool
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
-			for sent.Add(1) <= drillClicks {
+			for {
+				n := sent.Add(1)
+				if n > drillClicks {
+					return
+				}
+				if n == drillClicks/4 {
+					// Exactly one visitor sees this number; the load goes on meanwhile.
+					wg.Go(func() { crash(); crashed.Store(true) })
+				}
 				req, _ := http.NewRequest(http.MethodGet, gw+"/"+code, nil)
 				req.Header.Set("User-Agent", firefoxLinux)
 				resp, err := hc.Do(req)
@@ -72,13 +80,13 @@ func drill(t *testing.T, crash func()) {
 				if resp != nil {
 					resp.Body.Close()
 				}
-				if sent.Load() == drillClicks/4 {
-					go crashed.Do(crash)
-				}
 			}
 		})
 	}
 	wg.Wait()
+	if !crashed.Load() {
+		t.Fatal("the crash never happened")
+	}
 	if n := failed.Load(); n != 0 {
 		t.Fatalf("%d redirects failed", n)
 	}

@@ -13,17 +13,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,6 +79,9 @@ func run(ctx context.Context, o opts) error {
 	debug := map[string]string{"gateway": "127.0.0.1:16061", "link": "127.0.0.1:16062", "quota": "127.0.0.1:16063"}
 	perService := map[string]map[string]string{}
 	if o.svcProf != "" {
+		if err := os.MkdirAll(o.svcProf, 0o755); err != nil {
+			return err
+		}
 		for svc, addr := range debug {
 			perService[svc] = map[string]string{"LINKMESH_DEBUG_ADDR": addr}
 		}
@@ -95,11 +94,6 @@ func run(ctx context.Context, o opts) error {
 		return err
 	}
 	defer b.Stop()
-	mc, err := mongo.Connect(options.Client().ApplyURI(b.Datastores.MongoURI))
-	if err != nil {
-		return err
-	}
-	defer func() { _ = mc.Disconnect(context.Background()) }()
 	gw := b.Services.GatewayURL
 
 	acct, err := stack.Register(ctx, gw, "creator@bench.example")
@@ -119,11 +113,9 @@ func run(ctx context.Context, o opts) error {
 		return create(ctx, hc, gw, n, func(r *http.Request) { r.Header.Set("X-Forwarded-For", addr) })
 	}
 	signedIn := func(ctx context.Context) (time.Duration, error) {
-		return create(ctx, hc, gw, seq.Add(1), func(r *http.Request) {
-			r.AddCookie(&http.Cookie{Name: "go_session", Value: acct.Session})
-		})
+		return create(ctx, hc, gw, seq.Add(1), stack.WithSession(acct.Session))
 	}
-	scratch := mc.Database("bench_scratch").Collection("inserts")
+	scratch := b.DB("scratch").Collection("inserts")
 	insert := func(ctx context.Context) (time.Duration, error) {
 		n := seq.Add(1)
 		t0 := time.Now()
@@ -131,7 +123,7 @@ func run(ctx context.Context, o opts) error {
 		return time.Since(t0), err
 	}
 
-	buckets := mc.Database("bench_scratch").Collection("buckets")
+	buckets := b.DB("scratch").Collection("buckets")
 	if _, err := buckets.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "scope", Value: 1}, {Key: "identity_key", Value: 1}, {Key: "window_start", Value: 1}}, Options: options.Index().SetUnique(true)}); err != nil {
 		return err
 	}
@@ -142,20 +134,14 @@ func run(ctx context.Context, o opts) error {
 			bson.D{{Key: "$inc", Value: bson.D{{Key: "count", Value: 1}}}}, options.UpdateOne().SetUpsert(true))
 		return time.Since(t0), err
 	}
-	if o.profile != "" {
-		f, err := os.Create(o.profile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := stack.StartCPUProfile(o.profile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	fmt.Printf("POST /api/links/shorten with IP-literal destinations, %d requests in flight, %s per run\n\n", o.workers, o.duration)
 	fmt.Printf("%-34s %8s %10s %10s %10s   %s\n", "run", "done", "per s", "p50", "p99", "verdict")
-	links := mc.Database(b.Database("link")).Collection("links")
+	links := b.DB("link").Collection("links")
 	var missed []string
 	for _, s := range []struct {
 		name   string
@@ -214,33 +200,16 @@ func run(ctx context.Context, o opts) error {
 	return nil
 }
 
-// create sends one creation and insists on a 201.
+// create sends creation n and insists on a 201.
 func create(ctx context.Context, hc *http.Client, gw string, n int64, decorate func(*http.Request)) (time.Duration, error) {
-	body, _ := json.Marshal(map[string]string{"url": fmt.Sprintf("https://93.184.216.34/bench/%d", n)})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, gw+"/api/links/shorten", bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	decorate(req)
-	t0 := time.Now()
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	msg, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	took := time.Since(t0)
-	if resp.StatusCode != http.StatusCreated {
-		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, msg)
-	}
-	return took, nil
+	_, took, err := stack.Shorten(ctx, hc, gw, fmt.Sprintf("https://93.184.216.34/bench/%d", n), decorate)
+	return took, err
 }
 
 // measure runs do from workers goroutines for d after a one-second warm-up and returns the
 // completed calls per second and the latency percentiles of the measured part.
-func measure(ctx context.Context, workers int, d time.Duration, do func(context.Context) (time.Duration, error)) (result, error) {
-	ctx, cancel := context.WithCancel(ctx)
+func measure(parent context.Context, workers int, d time.Duration, do func(context.Context) (time.Duration, error)) (result, error) {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	warm := time.Now().Add(time.Second)
 	end := warm.Add(d)
@@ -282,6 +251,9 @@ func measure(ctx context.Context, workers int, d time.Duration, do func(context.
 		}()
 	}
 	wg.Wait()
+	if err := parent.Err(); err != nil {
+		return result{}, err // interrupted: a partial run measures nothing
+	}
 	if firstErr != nil {
 		return result{}, firstErr
 	}

@@ -10,13 +10,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
-
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/linkmesh/linkmesh/services/link/linktest"
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
@@ -52,29 +48,18 @@ func run(ctx context.Context, binDir string, n, samples int, profile string) err
 		return err
 	}
 
-	mc, err := mongo.Connect(options.Client().ApplyURI(b.Datastores.MongoURI))
-	if err != nil {
-		return err
-	}
-	defer func() { _ = mc.Disconnect(context.Background()) }()
 	start := time.Now()
-	if _, err := linktest.Load(ctx, mc.Database(b.Database("link")), acct.UserID, "bn", n, time.Now()); err != nil {
+	if _, err := linktest.Load(ctx, b.DB("link"), acct.UserID, "bn", n, time.Now()); err != nil {
 		return fmt.Errorf("load links: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "loaded %d links in %s\n", n, time.Since(start))
 	fmt.Printf("owner with %d links (loaded in %s); %d requests per figure, one at a time\n\n", n, time.Since(start).Round(time.Millisecond), samples)
 	fmt.Printf("%-42s %10s %10s   %s\n", "request", "p50", "p99", "target p50")
-	if profile != "" {
-		f, err := os.Create(profile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := stack.StartCPUProfile(profile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	deep := n / 2 / 20
 	var missed []string
 	for _, path := range []string{

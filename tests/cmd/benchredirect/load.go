@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
 
 // benchUserAgent is the browser the load claims to be.
@@ -24,23 +25,11 @@ func createLinks(ctx context.Context, gateway, session string, n int) (map[strin
 	codes := make(map[string]string, n)
 	for i := range n {
 		dest := fmt.Sprintf("https://93.184.216.34/bench/%d", i)
-		body, _ := json.Marshal(map[string]any{"url": dest})
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gateway+"/api/links/shorten", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.AddCookie(&http.Cookie{Name: "go_session", Value: session})
-		resp, err := http.DefaultClient.Do(req)
+		code, _, err := stack.Shorten(ctx, http.DefaultClient, gateway, dest, stack.WithSession(session))
 		if err != nil {
-			return nil, fmt.Errorf("create link: %w", err)
+			return nil, err
 		}
-		var out struct {
-			ShortCode string `json:"short_code"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&out)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated || err != nil {
-			return nil, fmt.Errorf("create link: status %d", resp.StatusCode)
-		}
-		codes[out.ShortCode] = dest
+		codes[code] = dest
 	}
 	return codes, nil
 }

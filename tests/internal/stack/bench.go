@@ -1,6 +1,10 @@
 package stack
 
 import (
+	"bytes"
+	"io"
+	"time"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/linkmesh/linkmesh/services/auth/authtest"
@@ -24,6 +28,9 @@ type Bench struct {
 	Dir        string
 	Datastores *Datastores
 	Services   *Services
+
+	mongo *mongo.Client
+	redis *redis.Client
 }
 
 // StartBench starts a Bench for the named benchmark. opts needs BinDir and may add Env and
@@ -46,6 +53,14 @@ func StartBench(ctx context.Context, name string, opts ServicesOptions) (_ *Benc
 	if b.Datastores, err = StartDatastores(ctx, filepath.Join(dir, "data"), log); err != nil {
 		return nil, err
 	}
+	if b.mongo, err = mongo.Connect(options.Client().ApplyURI(b.Datastores.MongoURI)); err != nil {
+		return nil, err
+	}
+	ropts, err := redis.ParseURL(b.Datastores.RedisURL)
+	if err != nil {
+		return nil, err
+	}
+	b.redis = redis.NewClient(ropts)
 	opts.MongoURI, opts.RedisURL, opts.DatabasePrefix, opts.LogDir = b.Datastores.MongoURI, b.Datastores.RedisURL, benchPrefix, dir
 	if opts.Env == nil {
 		opts.Env = map[string]string{}
@@ -59,6 +74,12 @@ func StartBench(ctx context.Context, name string, opts ServicesOptions) (_ *Benc
 
 // Stop stops what was started and removes the directory.
 func (b *Bench) Stop() {
+	if b.mongo != nil {
+		_ = b.mongo.Disconnect(context.Background())
+	}
+	if b.redis != nil {
+		_ = b.redis.Close()
+	}
 	if b.Services != nil {
 		b.Services.Stop()
 	}
@@ -112,27 +133,68 @@ func Register(ctx context.Context, base, email string) (Account, error) {
 // SetQuotaLimit sets the creation quota of account userID, so a benchmark can create as
 // many links as it needs.
 func (b *Bench) SetQuotaLimit(ctx context.Context, userID string, limit int) error {
-	mc, err := mongo.Connect(options.Client().ApplyURI(b.Datastores.MongoURI))
-	if err != nil {
-		return err
-	}
-	defer func() { _ = mc.Disconnect(context.Background()) }()
-	return authtest.Restrict(ctx, mc.Database(b.Database("auth")), userID, authtest.Restriction{QuotaLimit: &limit})
+	return authtest.Restrict(ctx, b.DB("auth"), userID, authtest.Restriction{QuotaLimit: &limit})
 }
 
-// Database is the name of service svc's database in the bench.
-func (b *Bench) Database(svc string) string { return benchPrefix + "_" + svc }
+// DB is service svc's database in the bench ("scratch" for one no service uses).
+func (b *Bench) DB(svc string) *mongo.Database { return b.mongo.Database(benchPrefix + "_" + svc) }
 
 // benchPrefix names the bench's databases.
 const benchPrefix = "bench"
 
-// DiscardStream deletes a stream with everything on it, consumer groups included.
+// DiscardStream deletes a stream with everything on it, consumer groups included, once
+// its producers have stopped adding to it (its length held still for a second).
 func (b *Bench) DiscardStream(ctx context.Context, name string) error {
-	opts, err := redis.ParseURL(b.Datastores.RedisURL)
-	if err != nil {
-		return err
+	last := int64(-1)
+	for {
+		n, err := b.redis.XLen(ctx, name).Result()
+		if err != nil {
+			return err
+		}
+		if n == last {
+			return b.redis.Del(ctx, name).Err()
+		}
+		last = n
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
-	return rdb.Del(ctx, name).Err()
+}
+
+// Shorten creates a link to dest through the gateway gw; decorate adds the caller's
+// identity (a session cookie, a client address). It returns the short code and how long
+// the answer took.
+func Shorten(ctx context.Context, hc *http.Client, gw, dest string, decorate func(*http.Request)) (string, time.Duration, error) {
+	body, _ := json.Marshal(map[string]string{"url": dest})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, gw+"/api/links/shorten", bytes.NewReader(body))
+	if err != nil {
+		return "", 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	decorate(req)
+	t0 := time.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", 0, err
+	}
+	msg, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	took := time.Since(t0)
+	if err != nil {
+		return "", 0, err
+	}
+	var out struct {
+		ShortCode string `json:"short_code"`
+	}
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(msg, &out) != nil {
+		return "", 0, fmt.Errorf("shorten: status %d: %s", resp.StatusCode, msg)
+	}
+	return out.ShortCode, took, nil
+}
+
+// WithSession decorates a request with the session cookie of an account.
+func WithSession(session string) func(*http.Request) {
+	return func(r *http.Request) { r.AddCookie(&http.Cookie{Name: "go_session", Value: session}) }
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"time"
 )
@@ -83,4 +84,21 @@ func FetchProfile(ctx context.Context, addr string, d time.Duration, path string
 		return err
 	}
 	return f.Close()
+}
+
+// StartCPUProfile profiles this process (and the embedded wire server in it) into path
+// until the returned stop is called; an empty path profiles nothing.
+func StartCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
 }

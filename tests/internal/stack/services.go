@@ -164,7 +164,9 @@ func (s *Services) startReplica(ctx context.Context, opts ServicesOptions, base 
 		replicaEnv[EnvBaseURL] = "http://" + addrs["gateway"]
 	}
 	for k, v := range opts.ServiceEnv[svc] {
-		replicaEnv[k] = v
+		if k != "LINKMESH_DEBUG_ADDR" { // a port of its own, which only the first instance gets
+			replicaEnv[k] = v
+		}
 	}
 	env := serviceEnv(serviceEnvConfig{
 		Base: base, Service: svc, Addrs: own,
@@ -179,7 +181,7 @@ func (s *Services) startReplica(ctx context.Context, opts ServicesOptions, base 
 func (s *Services) startOne(ctx context.Context, opts ServicesOptions, svc, binary string, env []string) error {
 	start := time.Now()
 	spec := processSpec{name: svc, path: filepath.Join(opts.BinDir, binary), env: env}
-	if w := opts.Wrap[svc]; len(w) > 0 {
+	if w := opts.Wrap[binary]; len(w) > 0 { // every instance of the service alike
 		spec.args = append(append([]string{}, w[1:]...), spec.path)
 		spec.path = w[0]
 	}
@@ -302,7 +304,7 @@ func (s *Services) RestartService(ctx context.Context, name string) error {
 	return s.startOne(ctx, st.opts, name, st.binary, st.env)
 }
 
-// Stop sends SIGTERM to the gateway and waits for it (up to 10 s, then
+// Stop sends SIGTERM to the gateways and waits for them (up to 10 s, then
 // SIGKILL), so requests in flight can still reach the backends; then it does
 // the same for the other services together. Signals go by PID. Safe to call
 // twice.
@@ -311,19 +313,17 @@ func (s *Services) Stop() {
 		return
 	}
 	s.stopOnce.Do(func() {
-		s.procs["gateway"].stop(syscall.SIGTERM, serviceStopGrace)
-		var wg sync.WaitGroup
-		for svc, p := range s.procs {
-			if svc == "gateway" {
-				continue
+		stopAll := func(gateways bool) {
+			var wg sync.WaitGroup
+			for name, p := range s.procs {
+				if (s.started[name].binary == "gateway") == gateways {
+					wg.Go(func() { p.stop(syscall.SIGTERM, serviceStopGrace) })
+				}
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				p.stop(syscall.SIGTERM, serviceStopGrace)
-			}()
+			wg.Wait()
 		}
-		wg.Wait()
+		stopAll(true)
+		stopAll(false)
 		s.logger.Info("services stopped")
 	})
 }

@@ -12,7 +12,7 @@ GO       ?= go
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: ## Install what local runs and tests need (redis-server, PostgreSQL, wrk) if missing
+deps: ## Install what local runs and tests need (redis-server, PostgreSQL, wrk, curl and CA certificates) if missing
 	@deploy/local/install-deps.sh
 
 build: ## Build every service and the local tools into ./bin

@@ -18,14 +18,8 @@ fi
 mkdir -p "$dir"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-if command -v curl >/dev/null 2>&1; then
-	curl -sSfL --retry 3 -o "$tmp/db.tgz" "$url"
-elif command -v wget >/dev/null 2>&1; then
-	wget -q -O "$tmp/db.tgz" "$url"
-else
-	echo "fetch-geoip: neither curl nor wget is installed" >&2
-	exit 1
-fi
+# curl comes with deploy/local/install-deps.sh (make deps).
+curl -sSfL --retry 3 -o "$tmp/db.tgz" "$url"
 echo "$sha256  $tmp/db.tgz" | sha256sum -c --quiet -
 tar -xzf "$tmp/db.tgz" -C "$tmp" package/geo-whois-asn-country.mmdb package/NRO_LICENSE
 mv "$tmp/package/NRO_LICENSE" "$dir/NRO_LICENSE"

@@ -168,21 +168,25 @@ func Run(ctx context.Context, spec Spec, rt Runtime) (err error) {
 			return fmt.Errorf("wire %s: %w", spec.Name, err)
 		}
 	}
-	ln := rt.Listener
-	if ln == nil {
-		if ln, err = net.Listen("tcp", cfg.Common().ListenAddr); err != nil {
-			release()
-			return fmt.Errorf("listen %s: %w", cfg.Common().ListenAddr, err)
-		}
-	}
+	// The debug listener first: should the service's own fail next, it is the one to close.
 	workers := parts.Workers
+	var dln net.Listener
 	if addr := cfg.Common().DebugAddr; addr != "" {
-		dln, err := net.Listen("tcp", addr)
-		if err != nil {
+		if dln, err = net.Listen("tcp", addr); err != nil {
 			release()
 			return fmt.Errorf("listen %s (LINKMESH_DEBUG_ADDR): %w", addr, err)
 		}
 		workers = append(slices.Clip(workers), debugServer(dln, rt.Logger))
+	}
+	ln := rt.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Common().ListenAddr); err != nil {
+			if dln != nil {
+				_ = dln.Close()
+			}
+			release()
+			return fmt.Errorf("listen %s: %w", cfg.Common().ListenAddr, err)
+		}
 	}
 	served = true
 	return serve(ctx, srv, ln, cfg.Common().ShutdownDrain, release, workers)

@@ -212,14 +212,10 @@ func ReferrerHost(referer string) string {
 	return host
 }
 
-// VisitorHash is the keyed hash of a visitor under a day's salt: the address (an IPv6
+// visitorHash is the keyed hash of a visitor under a day's salt: the address (an IPv6
 // address as its /64, which one household holds) and the User-Agent. Without the salt,
 // destroyed after its day, it cannot be turned back into an address, nor matched with
 // another day's.
-func VisitorHash(salt []byte, ip netip.Addr, userAgent string) string {
-	return visitorHash(hmac.New(sha256.New, salt), ip, userAgent)
-}
-
 func visitorHash(m hash.Hash, ip netip.Addr, userAgent string) string {
 	ip = clientip.Household(ip)
 	var buf [64]byte

@@ -117,8 +117,20 @@ func TestReferrerHost(t *testing.T) {
 }
 
 // A visitor is the same within a day across its IPv6 /64, and unlinkable across days.
+type daySalts map[string][]byte
+
+func (d daySalts) Salt(day string) ([]byte, error) { return d[day], nil }
+
 func TestVisitorHash(t *testing.T) {
 	ua := "Mozilla/5.0 Firefox/120.0"
+	e, err := NewEnricher(nil, daySalts{"day1": []byte("salt-1"), "day2": []byte("salt-2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Through the enricher's kept keyed hash, switching days back and forth.
+	VisitorHash := func(salt []byte, ip netip.Addr, ua string) string {
+		return e.visitor(string(salt), ip, ua)
+	}
 	a := VisitorHash([]byte("day1"), netip.MustParseAddr("2001:db8:1:2::1"), ua)
 	if b := VisitorHash([]byte("day1"), netip.MustParseAddr("2001:db8:1:2:ffff::9"), ua); a != b {
 		t.Error("two addresses of one /64 are two visitors")

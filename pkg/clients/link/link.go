@@ -251,3 +251,71 @@ func PlausibleCode(code string) bool {
 	}
 	return true
 }
+
+// DisableRequest is the body of a moderator's disable of one link or of an owner's links.
+type DisableRequest struct {
+	Reason *string `json:"reason,omitempty"`
+}
+
+// OwnerDisabled says how many of an owner's links a disable switched off.
+type OwnerDisabled struct {
+	LinksDisabled int64 `json:"links_disabled"`
+}
+
+// DisableOwner disables every live, enabled link of ownerID (a ban's deactivate_links) and
+// says how many it switched off; each answers 403 on every gateway within a second. Already
+// disabled links are left alone, so a retry counts only what is left.
+func (c *Client) DisableOwner(ctx context.Context, ownerID string, req DisableRequest) (int64, error) {
+	var out OwnerDisabled
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/links/owners/" + url.PathEscape(ownerID) + "/disable", Body: req}, &out)
+	return out.LinksDisabled, err
+}
+
+// LinkCounts are the stored links by state, for the admin overview: Total is every stored
+// link, soft-deleted ones included (Active + Expired + Disabled + Deleted).
+type LinkCounts struct {
+	Total    int64 `json:"total"`
+	Active   int64 `json:"active"`
+	Expired  int64 `json:"expired"`
+	Disabled int64 `json:"disabled"`
+	Deleted  int64 `json:"deleted"`
+}
+
+// AdminListParams are the query parameters of the moderators' list.
+func AdminListParams() []string {
+	return []string{"page", "page_size", "status", "q", "owner_id", "include_deleted"}
+}
+
+// AdminList lists anyone's links for a moderator; query holds AdminListParams.
+func (c *Client) AdminList(ctx context.Context, query url.Values) (List, error) {
+	var out List
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/admin/links?" + query.Encode()}, &out)
+	return out, err
+}
+
+// Disable switches a link off for its visitors (403) on a moderator's word.
+func (c *Client) Disable(ctx context.Context, code string, req DisableRequest) (Link, error) {
+	var out LinkResponse
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/admin/links/" + url.PathEscape(code) + "/disable", Body: req}, &out)
+	return out.Link, err
+}
+
+// Enable switches a disabled link back on.
+func (c *Client) Enable(ctx context.Context, code string) (Link, error) {
+	var out LinkResponse
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/admin/links/" + url.PathEscape(code) + "/enable"}, &out)
+	return out.Link, err
+}
+
+// Purge deletes a link for good, with its clicks and reports. A failed call may be
+// retried: the deletion resumes where it stopped (and a sweeper finishes it regardless).
+func (c *Client) Purge(ctx context.Context, code string) error {
+	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodDelete, Path: "/internal/admin/links/" + url.PathEscape(code)}, nil)
+}
+
+// Counts counts the stored links by state, for the admin overview.
+func (c *Client) Counts(ctx context.Context) (LinkCounts, error) {
+	var out LinkCounts
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/admin/links/counts", Idempotent: true}, &out)
+	return out, err
+}

@@ -90,3 +90,80 @@ func (c *Client) ResolvePermanent(ctx context.Context, id string, req ResolveReq
 	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/moderation/permanent-requests/" + url.PathEscape(id) + "/resolve", Body: req}, &out)
 	return out.Request, err
 }
+
+// Audit actions: every state-changing admin action writes one entry with one of these.
+const (
+	AuditUserTimeout     = "user.timeout"
+	AuditUserBan         = "user.ban"
+	AuditUserUnban       = "user.unban"
+	AuditUserRole        = "user.role"
+	AuditLinkDisable     = "link.disable"
+	AuditLinkEnable      = "link.enable"
+	AuditLinkDelete      = "link.delete"
+	AuditReportResolve   = "report.resolve"
+	AuditReportDismiss   = "report.dismiss"
+	AuditPermanentPrefix = "permanent_request."
+)
+
+// Audit target types.
+const (
+	TargetUser             = "user"
+	TargetLink             = "link"
+	TargetReport           = "report"
+	TargetPermanentRequest = "permanent_request"
+)
+
+// AuditRecord is what a service records for an action its caller took. The actor, the
+// actor's IP hash and User-Agent are taken from the caller's identity token by the
+// moderation service, never from the record. ID makes the write idempotent: recording the
+// same ID again writes nothing, so a retried step may repeat it.
+type AuditRecord struct {
+	ID         string         `json:"id"`
+	Action     string         `json:"action"`
+	TargetType string         `json:"target_type"`
+	TargetID   string         `json:"target_id"`
+	Detail     map[string]any `json:"detail"`
+}
+
+// AuditEntry is one line of the audit log.
+type AuditEntry struct {
+	ID         string         `json:"id"`
+	ActorID    string         `json:"actor_id"`
+	Action     string         `json:"action"`
+	TargetType string         `json:"target_type"`
+	TargetID   string         `json:"target_id"`
+	Detail     map[string]any `json:"detail"`
+	IPHash     string         `json:"ip_hash"`
+	UserAgent  string         `json:"user_agent"`
+	CreatedAt  time.Time      `json:"created_at"`
+}
+
+// AuditLog is a page of the audit log, newest first.
+type AuditLog struct {
+	Entries  []AuditEntry `json:"entries"`
+	Page     int          `json:"page"`
+	PageSize int          `json:"page_size"`
+	Total    int64        `json:"total"`
+}
+
+// AuditParams are the query parameters of the audit log.
+func AuditParams() []string { return []string{"actor_id", "action", "page", "page_size"} }
+
+// Audit records the caller's action: the one way any service writes the audit log. An
+// error means the entry may not exist, and the action must not stand.
+func (c *Client) Audit(ctx context.Context, rec AuditRecord) error {
+	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/moderation/audit", Body: rec}, nil)
+}
+
+// AuditLog lists the audit log for a super admin; query holds AuditParams.
+func (c *Client) AuditLog(ctx context.Context, query url.Values) (AuditLog, error) {
+	var out AuditLog
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/moderation/audit?" + query.Encode()}, &out)
+	return out, err
+}
+
+// DeleteReports deletes every report of a link, for its permanent deletion; again, it does
+// nothing.
+func (c *Client) DeleteReports(ctx context.Context, linkID string) error {
+	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodDelete, Path: "/internal/moderation/links/" + url.PathEscape(linkID) + "/reports"}, nil)
+}

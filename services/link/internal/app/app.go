@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
@@ -38,7 +39,9 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		// Longer than the quota service takes to settle a reservation (5 s at most), so an
 		// answer is never abandoned with its unit taken.
 		Quota: quota.New(env.Peer(pkgconfig.Quota, cfg.QuotaURL, 6*time.Second)), Logger: env.Logger,
-		Clicks: analytics.New(env.Peer(pkgconfig.Analytics, cfg.AnalyticsURL, 0)),
+		Clicks:     analytics.New(env.Peer(pkgconfig.Analytics, cfg.AnalyticsURL, 0)),
+		Moderation: moderation.New(env.Peer(pkgconfig.Moderation, cfg.ModerationURL, 0)),
+		Keys:       env.Keys,
 	})
 	linkhttp.Register(env.Server.App(), env.Keys, svc)
 	// An auto-renewing link never answers 410 (the rule reads auto_renew); its expires_at is
@@ -47,5 +50,8 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		Delete: func(ctx context.Context, now time.Time) (int64, error) {
 			return st.ExtendAutoRenewing(ctx, now, 24*time.Hour, links.DefaultExpirationDays*24*time.Hour)
 		}}
-	return service.Parts{Workers: []func(context.Context){renew.Run}}, nil
+	// A permanent deletion whose request failed or died half way is finished here.
+	purges := mongodb.Sweeper{What: "links being deleted", Interval: 30 * time.Second, Now: time.Now, Logger: env.Logger,
+		Delete: svc.FinishPurges}
+	return service.Parts{Workers: []func(context.Context){renew.Run, purges.Run}}, nil
 }

@@ -26,6 +26,69 @@ func Register(app *fiber.App, keys *identity.Keys, svc *links.Service) {
 	g.Get("/:code/analytics", h.analytics)
 	g.Put("/:code/auto-renew", h.autoRenew)
 	g.Delete("/:code", h.delete)
+	g.Post("/owners/:id/disable", h.disableOwner)
+
+	a := app.Group("/internal/admin/links", identity.Require(keys))
+	a.Get("/", h.adminList)
+	a.Get("/counts", h.counts)
+	a.Post("/:code/disable", h.disable)
+	a.Post("/:code/enable", h.enable)
+	a.Delete("/:code", h.purge)
+}
+
+func (h handlers) adminList(c *fiber.Ctx) error {
+	list, err := h.svc.AdminList(c.UserContext(), identity.CallerOf(c), func(k string) string { return strings.Clone(c.Query(k)) })
+	if err != nil {
+		return err
+	}
+	return c.JSON(list, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) counts(c *fiber.Ctx) error {
+	n, err := h.svc.Counts(c.UserContext(), identity.CallerOf(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(n, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) disable(c *fiber.Ctx) error {
+	var req link.DisableRequest
+	if err := server.DecodeOptionalJSON(c, &req); err != nil {
+		return err
+	}
+	l, err := h.svc.Disable(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("code")), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(link.LinkResponse{Link: l}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) enable(c *fiber.Ctx) error {
+	l, err := h.svc.Enable(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("code")))
+	if err != nil {
+		return err
+	}
+	return c.JSON(link.LinkResponse{Link: l}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) purge(c *fiber.Ctx) error {
+	if err := h.svc.Purge(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("code"))); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "deleted"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) disableOwner(c *fiber.Ctx) error {
+	var req link.DisableRequest
+	if err := server.DecodeOptionalJSON(c, &req); err != nil {
+		return err
+	}
+	n, err := h.svc.DisableOwner(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("id")), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(link.OwnerDisabled{LinksDisabled: n}, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
 type handlers struct{ svc *links.Service }

@@ -15,6 +15,8 @@ import (
 type Clicks interface {
 	Counts(ctx context.Context, req analytics.CountsRequest) (analytics.Counts, error)
 	Link(ctx context.Context, linkID, code string, days int) (analytics.LinkAnalytics, error)
+	// Purge deletes every click and rollup of a link; again, it does nothing.
+	Purge(ctx context.Context, linkID string) error
 }
 
 // countClicks fills in the click_count of views, all ownerID's, and returns the clicks of

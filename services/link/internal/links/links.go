@@ -21,6 +21,21 @@ type Link struct {
 	DeletedAt      *time.Time
 	Status         string
 	AutoRenew      bool
+	// DisabledReason is what a moderator said when disabling the link; nil when none.
+	DisabledReason *string
+	// Purge marks a link being deleted for good: it answers 404 everywhere, and the steps
+	// of the deletion run (again) until the document is gone.
+	Purge *PurgeMark
+}
+
+// PurgeMark is who asked for a permanent deletion, kept so that whoever finishes it (a
+// retry or the sweeper) acts, and audits, in their name.
+type PurgeMark struct {
+	By        string
+	Role      string
+	IPHash    string
+	UserAgent string
+	At        time.Time
 }
 
 // Expired reports whether visitors of l get 410 at now: auto-renewing links never expire.
@@ -38,6 +53,9 @@ type Change struct {
 	ExpiresAt *time.Time
 	AutoRenew *bool
 	DeletedAt *time.Time
+	// DisabledReason is set with a disable; ClearDisabledReason removes it (an enable).
+	DisabledReason      *string
+	ClearDisabledReason bool
 }
 
 // States a list can select; a link is in exactly one of the first three.
@@ -48,9 +66,14 @@ const (
 	StateAll      = "all"
 )
 
-// ListQuery selects a page of one owner's live (not soft-deleted) links, newest first.
+// ListQuery selects a page of links, newest first: one owner's live (not soft-deleted)
+// links, or, for moderators, anyone's.
 type ListQuery struct {
-	OwnerID string
+	// OwnerID limits the list to one owner, unless AnyOwner (moderators) lists everyone's.
+	OwnerID  string
+	AnyOwner bool
+	// IncludeDeleted lists soft-deleted links too (moderators); links being purged never.
+	IncludeDeleted bool
 	// State is one of the State constants, as of Now.
 	State string
 	Now   time.Time
@@ -79,6 +102,20 @@ type Store interface {
 	// UpdateLive applies ch to the live link with code owned by ownerID; false when there is
 	// none (unknown, another owner's, or soft-deleted meanwhile).
 	UpdateLive(ctx context.Context, code, ownerID string, ch Change) (bool, error)
+	// UpdateIf applies ch to the live link with code while its status is from; false when
+	// there is none in that status.
+	UpdateIf(ctx context.Context, code, from string, ch Change) (bool, error)
+	// DisableOwner disables every live enabled link of ownerID and returns their codes.
+	DisableOwner(ctx context.Context, ownerID string, reason *string) ([]string, error)
+	// MarkPurge marks the link with id for permanent deletion unless it is marked already;
+	// it returns the mark that holds.
+	MarkPurge(ctx context.Context, id string, m PurgeMark) (PurgeMark, error)
+	// PurgesDue returns up to limit links marked for deletion before before.
+	PurgesDue(ctx context.Context, before time.Time, limit int64) ([]Link, error)
+	// DeleteByID removes the link with id for good; deleting it again does nothing.
+	DeleteByID(ctx context.Context, id string) error
+	// CountStates counts every stored link by state as of now.
+	CountStates(ctx context.Context, now time.Time) (link.LinkCounts, error)
 }
 
 // Cache keeps resolved links (and the absence of a link) for at most link.CacheTTL, and tells

@@ -3,12 +3,10 @@ package links
 import (
 	"context"
 	"time"
-	"unicode/utf8"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
-	"github.com/linkmesh/linkmesh/pkg/paging"
 )
 
 // MaxQueryLength bounds q of a list: no code or destination is longer.
@@ -20,22 +18,11 @@ func (s *Service) Mine(ctx context.Context, caller identity.Caller, get func(str
 	if caller.IsAnonymous() {
 		return link.List{}, errs.E(errs.KindUnauthenticated, "authentication required")
 	}
-	page, err := paging.Parse(get)
+	q, page, err := parseList(get, s.now().UTC())
 	if err != nil {
 		return link.List{}, err
 	}
-	q := ListQuery{OwnerID: caller.UserID, State: StateAll, Now: s.now().UTC(), Skip: page.Skip(), Limit: page.Limit()}
-	switch v := get("status"); v {
-	case "", StateAll:
-	case StateActive, StateExpired, StateDisabled:
-		q.State = v
-	default:
-		return link.List{}, errs.Invalid("status must be active, expired, disabled or all")
-	}
-	q.Contains = get("q")
-	if utf8.RuneCountInString(q.Contains) > MaxQueryLength || !utf8.ValidString(q.Contains) {
-		return link.List{}, errs.Invalid("q must be valid text of at most %d characters", MaxQueryLength)
-	}
+	q.OwnerID = caller.UserID
 	found, total, err := s.store.List(ctx, q)
 	if err != nil {
 		return link.List{}, err

@@ -31,6 +31,10 @@ type Options struct {
 	Quota Quota
 	// Clicks answers for the links' clicks (the analytics service).
 	Clicks Clicks
+	// Moderation keeps the audit log and the reports (the moderation service).
+	Moderation Moderation
+	// Keys sign the identity a deletion is finished under when no request carries it.
+	Keys *identity.Keys
 	// BaseURL is the public base of short links.
 	BaseURL string
 	Logger  *slog.Logger
@@ -43,6 +47,8 @@ type Service struct {
 	urls    URLChecker
 	quota   Quota
 	clicks  Clicks
+	mod     Moderation
+	keys    *identity.Keys
 	log     *slog.Logger
 	baseURL string
 	now     func() time.Time
@@ -51,7 +57,7 @@ type Service struct {
 
 // NewService wires the rules.
 func NewService(o Options) *Service {
-	return &Service{store: o.Store, cache: o.Cache, urls: o.URLs, quota: o.Quota, clicks: o.Clicks, log: o.Logger,
+	return &Service{store: o.Store, cache: o.Cache, urls: o.URLs, quota: o.Quota, clicks: o.Clicks, mod: o.Moderation, keys: o.Keys, log: o.Logger,
 		baseURL: strings.TrimRight(o.BaseURL, "/"), now: time.Now, newCode: NewCode}
 }
 
@@ -195,7 +201,7 @@ func (s *Service) find(ctx context.Context, code string) (Link, error) {
 		return Link{}, errs.NotFound(link.MsgNotFound)
 	}
 	l, err := s.store.FindByCode(ctx, code)
-	if errors.Is(err, ErrNotFound) || (err == nil && l.DeletedAt != nil) {
+	if errors.Is(err, ErrNotFound) || (err == nil && (l.DeletedAt != nil || l.Purge != nil)) {
 		return Link{}, errs.NotFound(link.MsgNotFound)
 	}
 	if err != nil {

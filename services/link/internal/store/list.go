@@ -35,9 +35,18 @@ func (s *Store) Count(ctx context.Context, q links.ListQuery) (int64, error) {
 	return n, nil
 }
 
-// listFilter is the filter of q: the owner's live links in q's state, with q's substring.
+// listFilter is the filter of q: the owner's (or anyone's) live links in q's state, with
+// q's substring; soft-deleted ones too when q includes them, links being purged never.
 func listFilter(q links.ListQuery) bson.D {
-	f := bson.D{{Key: "owner_id", Value: q.OwnerID}, live()}
+	f := bson.D{}
+	if !q.AnyOwner {
+		f = append(f, bson.E{Key: "owner_id", Value: q.OwnerID})
+	}
+	if q.IncludeDeleted {
+		f = append(f, notPurged())
+	} else {
+		f = append(f, live())
+	}
 	notExpired := bson.A{bson.D{{Key: "auto_renew", Value: 1}}, bson.D{{Key: "expires_at", Value: bson.D{{Key: "$gt", Value: q.Now}}}}}
 	var or []bson.A
 	switch q.State {

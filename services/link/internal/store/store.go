@@ -28,6 +28,17 @@ type doc struct {
 	DeletedAt      *time.Time `bson:"deleted_at,omitempty"`
 	Status         string     `bson:"status"`
 	AutoRenew      int        `bson:"auto_renew"`
+	DisabledReason *string    `bson:"disabled_reason,omitempty"`
+	Purge          *purgeDoc  `bson:"purge,omitempty"`
+}
+
+// purgeDoc marks a link being deleted for good, with who asked.
+type purgeDoc struct {
+	By        string    `bson:"by"`
+	Role      string    `bson:"role"`
+	IPHash    string    `bson:"ip_hash"`
+	UserAgent string    `bson:"user_agent"`
+	At        time.Time `bson:"at"`
 }
 
 // Store is the MongoDB link store.
@@ -43,6 +54,15 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
 			Keys:    bson.D{{Key: "owner_id", Value: 1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: -1}},
 			Options: options.Index().SetName("owner_created"),
+		}},
+		// Moderators' lists of everyone's links, newest first.
+		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
+			Keys:    bson.D{{Key: "created_at", Value: -1}, {Key: "_id", Value: -1}},
+			Options: options.Index().SetName("created"),
+		}},
+		// The purge sweeper's due links.
+		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
+			Keys: bson.D{{Key: "purge.at", Value: 1}}, Options: options.Index().SetName("purge_at").SetSparse(true),
 		}},
 	)
 	if err != nil {
@@ -118,10 +138,17 @@ func (s *Store) update(ctx context.Context, filter bson.D, ch links.Change) (boo
 	if ch.DeletedAt != nil {
 		set = append(set, bson.E{Key: "deleted_at", Value: ch.DeletedAt.UTC()})
 	}
+	if ch.DisabledReason != nil {
+		set = append(set, bson.E{Key: "disabled_reason", Value: *ch.DisabledReason})
+	}
 	if len(set) == 0 {
 		return false, errors.New("update link: nothing to change")
 	}
-	res, err := s.links.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
+	upd := bson.D{{Key: "$set", Value: set}}
+	if ch.ClearDisabledReason {
+		upd = append(upd, bson.E{Key: "$unset", Value: bson.D{{Key: "disabled_reason", Value: ""}}})
+	}
+	res, err := s.links.UpdateOne(ctx, filter, upd)
 	if err != nil {
 		return false, fmt.Errorf("update link: %w", err)
 	}
@@ -145,7 +172,11 @@ func live() bson.E { return bson.E{Key: "deleted_at", Value: bson.D{{Key: "$exis
 
 func toDoc(l links.Link) doc {
 	d := doc{ID: l.ID, ShortCode: l.ShortCode, DestinationURL: l.DestinationURL, OwnerID: l.OwnerID,
-		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt, Status: l.Status, AutoRenew: autoRenew(l.AutoRenew)}
+		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt, Status: l.Status, AutoRenew: autoRenew(l.AutoRenew),
+		DisabledReason: l.DisabledReason}
+	if m := l.Purge; m != nil {
+		d.Purge = &purgeDoc{By: m.By, Role: m.Role, IPHash: m.IPHash, UserAgent: m.UserAgent, At: m.At}
+	}
 	return d
 }
 
@@ -160,5 +191,12 @@ func autoRenew(on bool) int {
 func fromDoc(d doc) links.Link {
 	return links.Link{ID: d.ID, ShortCode: d.ShortCode, DestinationURL: d.DestinationURL, OwnerID: d.OwnerID,
 		CreatedAt: d.CreatedAt.UTC(), ExpiresAt: d.ExpiresAt.UTC(), DeletedAt: d.DeletedAt, Status: d.Status,
-		AutoRenew: d.AutoRenew != 0}
+		AutoRenew: d.AutoRenew != 0, DisabledReason: d.DisabledReason, Purge: fromPurgeDoc(d.Purge)}
+}
+
+func fromPurgeDoc(p *purgeDoc) *links.PurgeMark {
+	if p == nil {
+		return nil
+	}
+	return &links.PurgeMark{By: p.By, Role: p.Role, IPHash: p.IPHash, UserAgent: p.UserAgent, At: p.At.UTC()}
 }

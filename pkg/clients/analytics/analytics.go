@@ -221,3 +221,16 @@ func (c *Client) Counts(ctx context.Context, req CountsRequest) (Counts, error) 
 func (c *Client) Purge(ctx context.Context, linkID string) error {
 	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodDelete, Path: "/internal/analytics/links/" + url.PathEscape(linkID)}, nil)
 }
+
+// Totals are every link's clicks, for the admin overview.
+type Totals struct {
+	Total   int64 `json:"total"`
+	Last24h int64 `json:"last_24h"`
+}
+
+// Totals returns every link's clicks, all time and over the last 24 hours. It only reads.
+func (c *Client) Totals(ctx context.Context) (Totals, error) {
+	var out Totals
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/analytics/totals", Idempotent: true}, &out)
+	return out, err
+}

@@ -21,6 +21,7 @@ func Register(app *fiber.App, keys *identity.Keys, st *store.Store, now func() t
 	g := app.Group("/internal/analytics", identity.Require(keys))
 	g.Get("/links/:id", h.link)
 	g.Post("/counts", h.counts)
+	g.Get("/totals", h.totals)
 	g.Delete("/links/:id", h.purge)
 }
 
@@ -66,4 +67,16 @@ func (h handlers) purge(c *fiber.Ctx) error {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// totals answers the admin overview's click counters, for moderators.
+func (h handlers) totals(c *fiber.Ctx) error {
+	if !identity.CallerOf(c).AtLeastModerator() {
+		return errs.Forbidden("moderator role required")
+	}
+	out, err := h.st.Totals(c.UserContext(), h.now())
+	if err != nil {
+		return err
+	}
+	return c.JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
 }

@@ -35,6 +35,9 @@ const (
 	Daily       = "link_daily"
 	LinkTotals  = "link_totals"
 	OwnerTotals = "owner_totals"
+	// GlobalTotals holds the clicks of every link ("all") and per hour ("hour:<n>"), for the
+	// admin overview: reading it costs the same whatever the number of links and clicks.
+	GlobalTotals = "global_totals"
 	state       = "analytics_state"
 	purged      = "purged_links"
 )
@@ -48,7 +51,7 @@ func Slot(t time.Time) int64 { return t.UnixMilli() / SlotLength.Milliseconds() 
 // Store reads and writes the analytics collections.
 type Store struct {
 	clicks, visitors, daily, links, owners, state *mongo.Collection
-	purged                                        *mongo.Collection
+	purged, global                                *mongo.Collection
 }
 
 // New returns a Store on db after making sure its indexes exist.
@@ -69,7 +72,7 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 	}
 	return &Store{clicks: db.Collection(Clicks), visitors: db.Collection(Visitors), daily: db.Collection(Daily),
 		links: db.Collection(LinkTotals), owners: db.Collection(OwnerTotals), state: db.Collection(state),
-		purged: db.Collection(purged)}, nil
+		purged: db.Collection(purged), global: db.Collection(GlobalTotals)}, nil
 }
 
 // clickDoc is one stored click: the spec's link_clicks record, without any address.

@@ -75,6 +75,12 @@ func TestSaveFoldAnswer(t *testing.T) {
 	if err != nil || anon.Links["L3"] != 1 {
 		t.Fatalf("counts without owner %+v, %v", anon, err)
 	}
+	if tot, err := s.Totals(ctx, stored); err != nil || tot.Total != 5 || tot.Last24h != 5 {
+		t.Fatalf("totals %+v, %v", tot, err)
+	}
+	if tot, _ := s.Totals(ctx, stored.Add(25*time.Hour)); tot.Total != 5 || tot.Last24h != 0 {
+		t.Fatalf("totals a day later %+v", tot)
+	}
 
 	// A purge takes the link's clicks out everywhere, for good — also when a fold that read
 	// the slot before the purge writes the link's daily rollup after it.
@@ -112,6 +118,9 @@ func TestSaveFoldAnswer(t *testing.T) {
 	counts, _ = s.Counts(ctx, "O1", []string{"L1", "L2"})
 	if got.TotalClicks != 0 || counts.Owner != 1 || counts.Links["L1"] != 0 || counts.Links["L2"] != 1 {
 		t.Fatalf("after purge: answer %d clicks, counts %+v", got.TotalClicks, counts)
+	}
+	if tot, _ := s.Totals(ctx, later); tot.Total != 2 {
+		t.Fatalf("the purged link's clicks stayed in the total: %+v", tot)
 	}
 }
 

@@ -38,8 +38,8 @@ const (
 	// GlobalTotals holds the clicks of every link ("all") and per hour ("hour:<n>"), for the
 	// admin overview: reading it costs the same whatever the number of links and clicks.
 	GlobalTotals = "global_totals"
-	state       = "analytics_state"
-	purged      = "purged_links"
+	state        = "analytics_state"
+	purged       = "purged_links"
 )
 
 // SlotLength is the span of one storage slot.

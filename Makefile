@@ -7,7 +7,7 @@ DATA     ?= $(CURDIR)/.linkmesh
 GO       ?= go
 
 .DEFAULT_GOAL := help
-.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create fmt lint tidy clean
+.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin fmt lint tidy clean
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -18,7 +18,7 @@ deps: ## Install what local runs and tests need (redis-server, PostgreSQL, wrk, 
 build: ## Build every service and the local tools into ./bin
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES); do $(GO) build -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
-	@cd tests && $(GO) build -o $(BIN)/devstack ./cmd/devstack && $(GO) build -o $(BIN)/benchredirect ./cmd/benchredirect && $(GO) build -o $(BIN)/benchowner ./cmd/benchowner && $(GO) build -o $(BIN)/benchcreate ./cmd/benchcreate
+	@cd tests && $(GO) build -o $(BIN)/devstack ./cmd/devstack && $(GO) build -o $(BIN)/benchredirect ./cmd/benchredirect && $(GO) build -o $(BIN)/benchowner ./cmd/benchowner && $(GO) build -o $(BIN)/benchcreate ./cmd/benchcreate && $(GO) build -o $(BIN)/benchadmin ./cmd/benchadmin
 
 run: deps build geoip ## Run the whole system on this machine (gateway on :8080, embedded datastores in ./.linkmesh)
 	@LINKMESH_GEOIP_DB=$${LINKMESH_GEOIP_DB:-$(DATA)/geoip/countries.mmdb} $(BIN)/devstack run -data $(DATA) -bin $(BIN)
@@ -47,6 +47,9 @@ bench: deps build ## Benchmark warm GET /{code} against a bare Fiber 302, then c
 
 bench-create: deps build ## Creations/s through the gateway (many callers, one signed-in caller) against the store's own insert rate
 	@$(BIN)/benchcreate -bin $(BIN)
+
+bench-admin: deps build ## The admin overview and link list with 1,000 and with 100,000 links stored (target: the overview's p50 grows ≤ 2x)
+	@$(BIN)/benchadmin -bin $(BIN) -small 1000 -links 100000
 
 bench-owner: deps build ## Time an owner's list and dashboard with 20,000 links (p50 target 50 ms; slow on FerretDB today)
 	@$(BIN)/benchowner -bin $(BIN) -links 20000 -samples 20

@@ -133,6 +133,46 @@ type LoginRecords struct {
 	Total    int64         `json:"total"`
 }
 
+// UserListParams are the query parameters of the admin user list.
+func UserListParams() []string { return []string{"q", "role", "status", "page", "page_size"} }
+
+// UserList is a page of accounts for moderators, newest first.
+type UserList struct {
+	Users    []User `json:"users"`
+	Page     int    `json:"page"`
+	PageSize int    `json:"page_size"`
+	Total    int64  `json:"total"`
+}
+
+// UserCounts counts the accounts by public status for the admin overview.
+type UserCounts struct {
+	Total     int64 `json:"total"`
+	Active    int64 `json:"active"`
+	Suspended int64 `json:"suspended"`
+	Banned    int64 `json:"banned"`
+}
+
+// TimeoutRequest is the body of POST /api/admin/users/{id}/timeout. Both fields are
+// required: pointers tell a missing one from a zero value, so that it is refused, not used.
+type TimeoutRequest struct {
+	DurationSeconds *int64  `json:"duration_seconds"`
+	Reason          *string `json:"reason"`
+}
+
+// BanRequest is the body of POST /api/admin/users/{id}/ban; Reason is required and
+// DeactivateLinks defaults to false.
+type BanRequest struct {
+	Reason          *string `json:"reason"`
+	DeactivateLinks *bool   `json:"deactivate_links"`
+}
+
+// BanResponse is the banned account and how many of its links the ban disabled (0 when
+// deactivate_links was not asked for).
+type BanResponse struct {
+	User          User  `json:"user"`
+	LinksDisabled int64 `json:"links_disabled"`
+}
+
 // Client calls the auth service.
 type Client struct{ hc *httpclient.Client }
 
@@ -192,4 +232,37 @@ func (c *Client) SetRole(ctx context.Context, userID, role string) (User, error)
 func (c *Client) LoginRecords(ctx context.Context, query url.Values) (LoginRecords, error) {
 	var r LoginRecords
 	return r, c.call(ctx, http.MethodGet, "/internal/auth/login-records?"+query.Encode(), nil, &r)
+}
+
+// Users lists accounts for a moderator; query carries UserListParams unchanged.
+func (c *Client) Users(ctx context.Context, query url.Values) (UserList, error) {
+	var l UserList
+	return l, c.call(ctx, http.MethodGet, "/internal/auth/users?"+query.Encode(), nil, &l)
+}
+
+// UserCounts counts the accounts by status for a moderator.
+func (c *Client) UserCounts(ctx context.Context) (UserCounts, error) {
+	var n UserCounts
+	return n, c.call(ctx, http.MethodGet, "/internal/auth/users/counts", nil, &n)
+}
+
+// Timeout suspends a user for a while on behalf of the moderator in the context's identity
+// token.
+func (c *Client) Timeout(ctx context.Context, id string, req TimeoutRequest) (User, error) {
+	var r UserResponse
+	return r.User, c.call(ctx, http.MethodPost, "/internal/auth/users/"+url.PathEscape(id)+"/timeout", req, &r)
+}
+
+// Ban bans a user, and disables their links if asked, on behalf of the moderator in the
+// context's identity token.
+func (c *Client) Ban(ctx context.Context, id string, req BanRequest) (BanResponse, error) {
+	var r BanResponse
+	return r, c.call(ctx, http.MethodPost, "/internal/auth/users/"+url.PathEscape(id)+"/ban", req, &r)
+}
+
+// Unban lifts a user's ban and timeout on behalf of the moderator in the context's identity
+// token; their links stay as they are.
+func (c *Client) Unban(ctx context.Context, id string) (User, error) {
+	var r UserResponse
+	return r.User, c.call(ctx, http.MethodPost, "/internal/auth/users/"+url.PathEscape(id)+"/unban", nil, &r)
 }

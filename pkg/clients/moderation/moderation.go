@@ -152,7 +152,8 @@ func AuditParams() []string { return []string{"actor_id", "action", "page", "pag
 // Audit records the caller's action: the one way any service writes the audit log. An
 // error means the entry may not exist, and the action must not stand.
 func (c *Client) Audit(ctx context.Context, rec AuditRecord) error {
-	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/moderation/audit", Body: rec}, nil)
+	// A record's id makes the write idempotent, so a transient failure may be retried.
+	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/moderation/audit", Body: rec, Idempotent: true}, nil)
 }
 
 // AuditLog lists the audit log for a super admin; query holds AuditParams.
@@ -165,5 +166,115 @@ func (c *Client) AuditLog(ctx context.Context, query url.Values) (AuditLog, erro
 // DeleteReports deletes every report of a link, for its permanent deletion; again, it does
 // nothing.
 func (c *Client) DeleteReports(ctx context.Context, linkID string) error {
-	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodDelete, Path: "/internal/moderation/links/" + url.PathEscape(linkID) + "/reports"}, nil)
+	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodDelete, Path: "/internal/moderation/links/" + url.PathEscape(linkID) + "/reports", Idempotent: true}, nil)
+}
+
+// Report statuses, besides StatusPending, and the actions that lead to them.
+const (
+	StatusResolved  = "resolved"
+	StatusDismissed = "dismissed"
+	ActionResolve   = "resolve"
+	ActionDismiss   = "dismiss"
+)
+
+// ReportReasons are the reasons a report may give.
+func ReportReasons() []string { return []string{"spam", "phishing", "malware", "illegal", "other"} }
+
+// MaxDetailsLength bounds a report's details, in characters.
+const MaxDetailsLength = 2000
+
+// ReportBody is what a reporter says (POST /api/reports without its captcha token, which
+// the gateway checks). Pointers tell a missing field from an empty one.
+type ReportBody struct {
+	ShortCode *string `json:"short_code"`
+	Reason    *string `json:"reason"`
+	Details   *string `json:"details"`
+}
+
+// Report is an abuse report as moderators see it; the resolution fields are null while it
+// is pending.
+type Report struct {
+	ID             string     `json:"id"`
+	ShortCode      string     `json:"short_code"`
+	Reason         string     `json:"reason"`
+	Details        string     `json:"details"`
+	Status         string     `json:"status"`
+	CreatedAt      time.Time  `json:"created_at"`
+	ResolvedAt     *time.Time `json:"resolved_at"`
+	ResolvedBy     *string    `json:"resolved_by"`
+	ResolutionNote *string    `json:"resolution_note"`
+}
+
+// ReportResponse wraps one report.
+type ReportResponse struct {
+	Report Report `json:"report"`
+}
+
+// ReportList is a page of reports, newest first.
+type ReportList struct {
+	Reports  []Report `json:"reports"`
+	Page     int      `json:"page"`
+	PageSize int      `json:"page_size"`
+	Total    int64    `json:"total"`
+}
+
+// ReportResolveRequest is the body of a report's resolution; DisableLink applies to resolve.
+type ReportResolveRequest struct {
+	Action      string  `json:"action"`
+	Note        *string `json:"note"`
+	DisableLink *bool   `json:"disable_link"`
+}
+
+// Overview is the admin overview (GET /api/admin/overview).
+type Overview struct {
+	Users struct {
+		Total     int64 `json:"total"`
+		Active    int64 `json:"active"`
+		Suspended int64 `json:"suspended"`
+		Banned    int64 `json:"banned"`
+	} `json:"users"`
+	Links struct {
+		Total    int64 `json:"total"`
+		Active   int64 `json:"active"`
+		Expired  int64 `json:"expired"`
+		Disabled int64 `json:"disabled"`
+		Deleted  int64 `json:"deleted"`
+	} `json:"links"`
+	Clicks struct {
+		Total   int64 `json:"total"`
+		Last24h int64 `json:"last_24h"`
+	} `json:"clicks"`
+	Reports struct {
+		Pending int64 `json:"pending"`
+	} `json:"reports"`
+	PermanentRequests struct {
+		Pending int64 `json:"pending"`
+	} `json:"permanent_requests"`
+}
+
+// SubmitReport files an abuse report from the caller (anyone).
+func (c *Client) SubmitReport(ctx context.Context, body ReportBody) error {
+	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/moderation/reports", Body: body}, nil)
+}
+
+// Reports lists reports for a moderator; query holds ListParams.
+func (c *Client) Reports(ctx context.Context, query url.Values) (ReportList, error) {
+	var out ReportList
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/moderation/reports?" + query.Encode()}, &out)
+	return out, err
+}
+
+// ResolveReport resolves or dismisses report id. Resolving again with the same action
+// finishes what a failed attempt left, so it may be retried.
+func (c *Client) ResolveReport(ctx context.Context, id string, req ReportResolveRequest) (Report, error) {
+	var out ReportResponse
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/moderation/reports/" + url.PathEscape(id) + "/resolve", Body: req}, &out)
+	return out.Report, err
+}
+
+// Overview counts users, links, clicks and pending work for a moderator.
+func (c *Client) Overview(ctx context.Context) (Overview, error) {
+	var out Overview
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/moderation/overview", Idempotent: true}, &out)
+	return out, err
 }

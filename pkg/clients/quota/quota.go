@@ -23,6 +23,14 @@ const (
 	// ScopeUserCreate counts a registered user's link creations per user id, up to the
 	// account's own quota_limit, which every reservation carries.
 	ScopeUserCreate = "user_create"
+	// ScopeReport counts abuse reports per identity key: ReportLimit per ReportWindow.
+	ScopeReport = "report"
+)
+
+// The size of the report window, as the contract fixes it.
+const (
+	ReportLimit  = 20
+	ReportWindow = time.Hour
 )
 
 // ReserveRequest asks for one unit of scope for key.

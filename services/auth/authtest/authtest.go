@@ -1,8 +1,8 @@
 // Package authtest is the auth service's one test seam for end-to-end tests: it restricts a
-// stored account the way the moderation features still to come (ban, timeout) will, with the
-// service's own store code. Tests outside this module use it instead of writing the auth
-// database themselves, so a change of its internals cannot silently break or falsify them.
-// It is never linked into the service.
+// stored account (ban, timeout, quota limit) directly, without a moderator or an audit
+// entry, with the service's own store code. Tests outside this module use it instead of
+// writing the auth database themselves, so a change of its internals cannot silently break
+// or falsify them. It is never linked into the service.
 package authtest
 
 import (

@@ -13,7 +13,6 @@ import (
 
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -100,7 +99,18 @@ type Account struct {
 // session cookie's value.
 func Register(ctx context.Context, base, email string) (Account, error) {
 	body := fmt.Sprintf(`{"email":%q,"password":"bench-password","first_name":"B","last_name":"O"}`, email)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/auth/register", strings.NewReader(body))
+	return session(ctx, base+"/api/auth/register", body, http.StatusCreated)
+}
+
+// Login signs in through the gateway at base and returns the account with its session
+// cookie's value.
+func Login(ctx context.Context, base, email, password string) (Account, error) {
+	return session(ctx, base+"/api/auth/login", fmt.Sprintf(`{"email":%q,"password":%q}`, email, password), http.StatusOK)
+}
+
+// session posts body to url, an answer that starts a session, and returns the account.
+func session(ctx context.Context, url, body string, want int) (Account, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return Account{}, err
 	}
@@ -115,8 +125,8 @@ func Register(ctx context.Context, base, email string) (Account, error) {
 			ID string `json:"id"`
 		} `json:"user"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusCreated {
-		return Account{}, fmt.Errorf("register: status %d %v", resp.StatusCode, err)
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != want {
+		return Account{}, fmt.Errorf("%s: status %d %v", url, resp.StatusCode, err)
 	}
 	a := Account{UserID: out.User.ID}
 	for _, ck := range resp.Cookies() {
@@ -125,7 +135,7 @@ func Register(ctx context.Context, base, email string) (Account, error) {
 		}
 	}
 	if a.Session == "" || a.UserID == "" {
-		return Account{}, errors.New("register: no session in the answer")
+		return Account{}, fmt.Errorf("%s: no session in the answer", url)
 	}
 	return a, nil
 }

@@ -1,7 +1,8 @@
 // Package accounts holds the rules of accounts and sessions: registration, password and
-// identity-provider login with brute-force limits, session validation, roles, the bootstrap
-// super admin and the login audit trail. Storage, the quota service and the identity
-// provider sit behind the interfaces declared here.
+// identity-provider login with brute-force limits, session validation, roles, the
+// moderation of accounts (list, timeout, ban, unban), the bootstrap super admin and the
+// login audit trail. Storage, the quota service, the identity provider, the audit log and
+// the link service sit behind the interfaces declared here.
 package accounts
 
 import (
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/services/auth/internal/idp"
 )
@@ -17,13 +20,27 @@ import (
 // DefaultQuotaLimit is a new account's quota_limit.
 const DefaultQuotaLimit = 100
 
-// Restriction names the status fields of an account to set; empty and nil ones stay.
+// Restriction names the status fields of an account to set; empty and nil ones stay. It is
+// the end-to-end tests' way to restrict an account directly (see authtest); the moderation
+// actions write a whole Standing instead.
 type Restriction struct {
-	Status       string
-	BanReason    *string
-	TimeoutUntil *time.Time
+	Status        string
+	BanReason     *string
+	TimeoutUntil  *time.Time
+	TimeoutReason *string
 	// QuotaLimit, when set, replaces the account's creations per quota window.
 	QuotaLimit *int
+}
+
+// Standing is the part of an account that moderation changes: the stored status and the
+// reason of a ban, the end and reason of a timeout. A moderation action writes a whole
+// Standing over the one it read, so that undoing it restores exactly what was there,
+// absent fields included.
+type Standing struct {
+	Status        string
+	BanReason     *string
+	TimeoutUntil  *time.Time
+	TimeoutReason *string
 }
 
 // User is a stored account.
@@ -90,16 +107,14 @@ type RecordFilter struct {
 	Success *bool
 }
 
-// RoleChange is the audit record of one role change.
-type RoleChange struct {
-	ID        string
-	ActorID   string
-	TargetID  string
-	FromRole  string
-	ToRole    string
-	IPHash    string
-	UserAgent string
-	CreatedAt time.Time
+// UserFilter selects accounts for the admin list and counts; zero fields do not filter.
+type UserFilter struct {
+	// Contains is a literal substring of the e-mail, first or last name, in any letter case.
+	Contains string
+	Role     string
+	// Status is a public status (active, suspended, banned), as derived at Now.
+	Status string
+	Now    time.Time
 }
 
 // Errors stores return.
@@ -127,7 +142,12 @@ type Store interface {
 	// SetRole changes the role only if it is still from; false when it was not.
 	SetRole(ctx context.Context, userID, from, to string, now time.Time) (bool, error)
 	CountRole(ctx context.Context, role string) (int64, error)
-	InsertRoleChange(ctx context.Context, c RoleChange) error
+	// SetStanding replaces the account's standing only if it is still from, and stamps
+	// updated_at with at; false when it was not (changed meanwhile, or no such account).
+	SetStanding(ctx context.Context, userID string, from, to Standing, at time.Time) (bool, error)
+	// Users returns one page of the accounts matching f, newest first, and their total.
+	Users(ctx context.Context, f UserFilter, skip, limit int64) ([]User, int64, error)
+	CountUsers(ctx context.Context, f UserFilter) (int64, error)
 
 	InsertSession(ctx context.Context, s Session) error
 	// SessionByHash returns the session if it exists and has not expired at now.
@@ -147,6 +167,20 @@ type Quota interface {
 	Release(ctx context.Context, req quota.ReleaseRequest) error
 }
 
+// AuditLog writes the audit log that all admin actions share; implemented by the
+// moderation service's typed client (pkg/clients/moderation). The actor, IP hash and
+// User-Agent travel in the identity token of the context, never in the record.
+type AuditLog interface {
+	Audit(ctx context.Context, rec moderation.AuditRecord) error
+}
+
+// Links acts on the links of an account; implemented by the link service's typed client
+// (pkg/clients/link).
+type Links interface {
+	// DisableOwner disables the owner's enabled links and says how many it switched off.
+	DisableOwner(ctx context.Context, ownerID string, req link.DisableRequest) (int64, error)
+}
+
 // PasswordHasher hashes and checks passwords; implemented by *password.Hasher.
 type PasswordHasher interface {
 	Hash(ctx context.Context, pw string) (string, error)
@@ -159,6 +193,17 @@ type PasswordHasher interface {
 type IdentityVerifier interface {
 	Enabled() bool
 	Verify(ctx context.Context, raw string) (idp.Identity, error)
+}
+
+// Standing is u's current standing.
+func (u User) Standing() Standing {
+	return Standing{Status: u.Status, BanReason: u.BanReason, TimeoutUntil: u.TimeoutUntil, TimeoutReason: u.TimeoutReason}
+}
+
+// withStanding is u with st written over its standing.
+func (u User) withStanding(st Standing) User {
+	u.Status, u.BanReason, u.TimeoutUntil, u.TimeoutReason = st.Status, st.BanReason, st.TimeoutUntil, st.TimeoutReason
+	return u
 }
 
 // View is the public form of u at now: no password hash, no idp_uid, derived status.

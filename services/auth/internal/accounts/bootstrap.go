@@ -9,9 +9,6 @@ import (
 	"github.com/linkmesh/linkmesh/services/auth/internal/password"
 )
 
-// BootstrapActor is the actor_id of role changes made by the bootstrap at start-up.
-const BootstrapActor = "system:bootstrap"
-
 // bootstrapAttempts bounds the insert-or-promote loop against concurrent changes.
 const bootstrapAttempts = 3
 
@@ -115,7 +112,10 @@ func (s *Service) createBootstrapAdmin(ctx context.Context, email, pw string) (b
 }
 
 // promote makes u, whose password is the configured one, a super admin; false when its role
-// changed under us and it must be read again.
+// changed under us and it must be read again. The promotion is logged, not written to the
+// audit log: that log records what a signed-in caller did, and this is the operator's
+// setting taking effect, with no caller to name; start-up must not wait for the
+// moderation service either.
 func (s *Service) promote(ctx context.Context, u User) (bool, error) {
 	if u.Role == auth.RoleSuperAdmin {
 		return true, nil
@@ -126,6 +126,5 @@ func (s *Service) promote(ctx context.Context, u User) (bool, error) {
 		return false, err
 	}
 	s.log.InfoContext(ctx, "promoted the bootstrap admin to super admin", "user_id", u.ID, "from", u.Role)
-	return true, s.store.InsertRoleChange(ctx, RoleChange{ID: newID(), ActorID: BootstrapActor, TargetID: u.ID,
-		FromRole: u.Role, ToRole: auth.RoleSuperAdmin, CreatedAt: now})
+	return true, nil
 }

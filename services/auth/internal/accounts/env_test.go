@@ -119,6 +119,8 @@ type env struct {
 	clock *clock
 	svc   *accounts.Service
 	idp   idp.Config
+	audit *fakeAudit
+	links *fakeLinks
 }
 
 type option func(*accounts.Options)
@@ -130,7 +132,8 @@ func newEnv(t *testing.T, opts ...option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{db: db, store: st, quota: newFakeQuota(5), clock: &clock{t: time.Now().UTC().Truncate(time.Millisecond)}}
+	e := &env{db: db, store: st, quota: newFakeQuota(5), clock: &clock{t: time.Now().UTC().Truncate(time.Millisecond)},
+		audit: &fakeAudit{}, links: newFakeLinks()}
 	e.svc = e.service(t, opts...)
 	return e
 }
@@ -144,7 +147,7 @@ func (e *env) service(t *testing.T, opts ...option) *accounts.Service {
 		t.Fatal(err)
 	}
 	o := accounts.Options{Store: e.store, Quota: e.quota, IDP: idp.New(e.idp), Hasher: h,
-		SessionTTL: time.Hour, Now: e.clock.Now}
+		Audit: e.audit, Links: e.links, SessionTTL: time.Hour, Now: e.clock.Now}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 )
@@ -34,7 +35,9 @@ func CheckLastSuperAdmin(from, to string, superAdmins int64) error {
 	return nil
 }
 
-// SetRole changes a user's role on behalf of a super admin and keeps a role_changes record.
+// SetRole changes a user's role on behalf of a super admin and records it in the audit log
+// (action user.role, detail {from, to}); setting the role a user already has changes and
+// records nothing.
 //
 // Without transactions, "never zero super admins" holds through a conditional update and a
 // re-check: each demotion counts the super admins after its own write and undoes itself if
@@ -77,11 +80,9 @@ func (s *Service) SetRole(ctx context.Context, caller identity.Caller, targetID,
 			return auth.User{}, s.undoRole(ctx, target, role, err)
 		}
 	}
-	rc := RoleChange{ID: newID(), ActorID: caller.UserID, TargetID: target.ID, FromRole: target.Role, ToRole: role,
-		IPHash: ipHash(caller), UserAgent: caller.UserAgent, CreatedAt: now}
-	if err := s.store.InsertRoleChange(ctx, rc); err != nil {
-		// A change without its audit record must not stand: put the old role back.
-		return auth.User{}, s.undoRole(ctx, target, role, fmt.Errorf("record role change: %w", err))
+	if err := s.record(ctx, moderation.AuditUserRole, target.ID, map[string]any{"from": target.Role, "to": role}); err != nil {
+		// A change without its audit entry must not stand: put the old role back.
+		return auth.User{}, s.undoRole(ctx, target, role, err)
 	}
 	target.Role, target.UpdatedAt = role, now
 	return target.View(now), nil
@@ -96,17 +97,18 @@ func (s *Service) checkSuperAdmins(ctx context.Context, from, to string, extra i
 	return CheckLastSuperAdmin(from, to, n+extra)
 }
 
-// undoRole puts the target's old role back after a demotion that left no super admin (or
-// could not be checked), and returns cause. It runs even if the caller has gone.
+// undoRole puts the target's old role back after a change that must not stand (a demotion
+// that left no super admin or could not be checked, a change without its audit entry), and
+// returns cause. It runs even if the caller has gone.
 func (s *Service) undoRole(ctx context.Context, target User, to string, cause error) error {
 	ctx = context.WithoutCancel(ctx)
 	restored, err := s.store.SetRole(ctx, target.ID, to, target.Role, s.now().UTC())
 	if err != nil || !restored {
-		s.log.ErrorContext(ctx, "restore role after a refused demotion failed",
+		s.log.ErrorContext(ctx, "restore role after a refused change failed",
 			"user_id", target.ID, "role", target.Role, "restored", restored, "err", err, "cause", cause)
 		if err != nil {
-			// Not the 409: the demotion may stand, which an operator must see as a failure.
-			return fmt.Errorf("restore role after a refused demotion: %w", err)
+			// Not the cause: the change may stand, which an operator must see as a failure.
+			return fmt.Errorf("restore role after a refused change: %w", err)
 		}
 	}
 	return cause

@@ -20,6 +20,10 @@ type Options struct {
 	Quota  Quota
 	IDP    IdentityVerifier
 	Hasher PasswordHasher
+	// Audit records every admin action; an action whose entry cannot be written is undone.
+	Audit AuditLog
+	// Links disables a banned user's links when the ban asks for it.
+	Links Links
 	// SessionTTL is how long a session lives.
 	SessionTTL time.Duration
 	// Issuer and ClientID are the identity provider's public settings for IDPConfig.
@@ -36,6 +40,8 @@ type Service struct {
 	quota     Quota
 	idp       IdentityVerifier
 	hasher    PasswordHasher
+	audit     AuditLog
+	links     Links
 	ttl       time.Duration
 	issuer    string
 	clientID  string
@@ -53,6 +59,11 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Without them an admin action could not be recorded (and so could never stand) or
+	// would panic halfway: refuse to start instead.
+	if opts.Audit == nil || opts.Links == nil {
+		return nil, errors.New("accounts: an audit log and a link client are required")
+	}
 	token, _, err := NewSessionToken()
 	if err != nil {
 		return nil, err
@@ -62,7 +73,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 		return nil, fmt.Errorf("hash dummy password: %w", err)
 	}
 	return &Service{store: opts.Store, quota: opts.Quota, idp: opts.IDP, hasher: opts.Hasher,
-		ttl: opts.SessionTTL, issuer: opts.Issuer, clientID: opts.ClientID, now: millis(opts.Now),
+		audit: opts.Audit, links: opts.Links, ttl: opts.SessionTTL, issuer: opts.Issuer, clientID: opts.ClientID, now: millis(opts.Now),
 		log: opts.Logger, dummyHash: dummy}, nil
 }
 
@@ -182,18 +193,30 @@ func (s *Service) IDPConfig() auth.IDPConfig {
 // superAdmin checks that the caller is a super admin, both in the gateway's token and in the
 // database right now, so a demotion or a ban counts even for a token signed before it.
 func (s *Service) superAdmin(ctx context.Context, caller identity.Caller) (User, error) {
-	if caller.Role != auth.RoleSuperAdmin || caller.UserID == "" {
-		return User{}, errs.Forbidden("super admin role required")
+	return s.atLeast(ctx, caller, auth.RoleSuperAdmin, "super admin role required")
+}
+
+// moderator checks that the caller is a moderator or a super admin, in the token and in the
+// database right now; the actor it returns carries the role the database gives it.
+func (s *Service) moderator(ctx context.Context, caller identity.Caller) (User, error) {
+	return s.atLeast(ctx, caller, auth.RoleModerator, msgModeratorRequired)
+}
+
+// atLeast checks that the caller holds role or a higher one, both in the gateway's token
+// and in the database, and is neither banned nor suspended; a refusal is a 403 with msg.
+func (s *Service) atLeast(ctx context.Context, caller identity.Caller, role, msg string) (User, error) {
+	if auth.Rank(caller.Role) < auth.Rank(role) || caller.UserID == "" {
+		return User{}, errs.Forbidden("%s", msg)
 	}
 	actor, err := s.store.UserByID(ctx, caller.UserID)
 	if errors.Is(err, ErrUserNotFound) {
-		return User{}, errs.Forbidden("super admin role required")
+		return User{}, errs.Forbidden("%s", msg)
 	}
 	if err != nil {
 		return User{}, err
 	}
-	if actor.Role != auth.RoleSuperAdmin {
-		return User{}, errs.Forbidden("super admin role required")
+	if auth.Rank(actor.Role) < auth.Rank(role) {
+		return User{}, errs.Forbidden("%s", msg)
 	}
 	if _, err := actor.loginBlocked(s.now()); err != nil {
 		return User{}, err

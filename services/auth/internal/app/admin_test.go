@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"net/url"
 	"testing"
 
@@ -34,11 +35,20 @@ func TestRoleAndLoginRecordEndpoints(t *testing.T) {
 	wantErr(t, err, errs.KindInvalid, "you cannot change your own role")
 	_, err = s.client.SetRole(asRoot, "no-such-id", "user")
 	wantErr(t, err, errs.KindNotFound, "user not found")
-	var rc bson.M
-	if err := s.db.Collection("role_changes").FindOne(t.Context(), bson.D{{Key: "target_id", Value: ada.User.ID}}).Decode(&rc); err != nil ||
-		rc["actor_id"] != root.User.ID || rc["from_role"] != "user" || rc["to_role"] != "moderator" || rc["ip_hash"] != clientIP {
-		t.Fatalf("role change record = %v, %v", rc, err)
+	// One audit entry, the moderation service naming the actor from the forwarded token.
+	if rc := s.peers.audit(); len(rc) != 1 || rc[0].Action != "user.role" || rc[0].TargetType != "user" ||
+		rc[0].TargetID != ada.User.ID || rc[0].ActorID != root.User.ID || rc[0].IPHash != clientIP ||
+		fmt.Sprint(rc[0].Detail) != "map[from:user to:moderator]" || rc[0].ID == "" {
+		t.Fatalf("role change audit entries = %+v", rc)
 	}
+	// Without its audit entry, a role change does not stand.
+	s.peers.set(func(p *peers) { p.auditDown = true })
+	_, err = s.client.SetRole(asRoot, ada.User.ID, "user")
+	wantErr(t, err, errs.KindUnavailable, "mongodb unavailable")
+	if doc := s.userDoc(t, bson.D{{Key: "_id", Value: ada.User.ID}}); doc["role"] != "moderator" {
+		t.Fatalf("role %v stood without an audit entry", doc["role"])
+	}
+	s.peers.set(func(p *peers) { p.auditDown = false })
 
 	all, err := s.client.LoginRecords(asRoot, url.Values{})
 	// root's login, ada's registration (which logged her in), ada's wrong password.

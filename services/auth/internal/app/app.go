@@ -1,7 +1,7 @@
-// Package app wires the auth service together: datastores, the quota client, the identity
-// provider, the account rules, the bootstrap super admin, the HTTP server and the sweepers of
-// expired sessions and old login records, on what the boot path opened. main and the
-// component tests both start it with service.For.
+// Package app wires the auth service together: datastores, the quota, moderation (audit log)
+// and link clients, the identity provider, the account rules, the bootstrap super admin, the
+// HTTP server and the sweepers of expired sessions and old login records, on what the boot
+// path opened. main and the component tests both start it with service.For.
 package app
 
 import (
@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
@@ -23,9 +25,10 @@ import (
 )
 
 // Wire builds the auth service on what the boot path opened: the account store (and its
-// indexes), the password hasher, the quota client of the login windows, the identity
-// provider, the bootstrap super admin and the internal routes. Its workers sweep expired
-// sessions and login records past their retention.
+// indexes), the password hasher, the quota client of the login windows, the moderation
+// service's audit log and the link service that the admin actions write through, the
+// identity provider, the bootstrap super admin and the internal routes. Its workers sweep
+// expired sessions and login records past their retention.
 func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
 	st, err := store.New(ctx, env.Stores.DB)
 	if err != nil {
@@ -37,6 +40,8 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	}
 	svc, err := accounts.New(ctx, accounts.Options{
 		Store: st, Quota: quota.New(env.Peer(pkgconfig.Quota, cfg.QuotaURL, 3*time.Second)), Hasher: hasher,
+		Audit:      moderation.New(env.Peer(pkgconfig.Moderation, cfg.ModerationURL, 0)),
+		Links:      link.New(env.Peer(pkgconfig.Link, cfg.LinkURL, 0)),
 		SessionTTL: cfg.SessionTTL, Logger: env.Logger,
 		IDP:    idp.New(idp.Config{Issuer: cfg.OIDCIssuer, ClientID: cfg.OIDCClientID, JWKSURL: cfg.OIDCJWKSURL}),
 		Issuer: cfg.OIDCIssuer, ClientID: cfg.OIDCClientID,

@@ -121,6 +121,8 @@ func TestInternalTokenRequired(t *testing.T) {
 		{"POST", "/internal/auth/register"}, {"POST", "/internal/auth/login"}, {"POST", "/internal/auth/google"},
 		{"POST", "/internal/auth/logout"}, {"POST", "/internal/auth/sessions/validate"}, {"GET", "/internal/auth/idp-config"},
 		{"POST", "/internal/auth/users/x/role"}, {"GET", "/internal/auth/login-records"},
+		{"GET", "/internal/auth/users"}, {"GET", "/internal/auth/users/counts"}, {"POST", "/internal/auth/users/x/timeout"},
+		{"POST", "/internal/auth/users/x/ban"}, {"POST", "/internal/auth/users/x/unban"},
 	}
 	for _, r := range routes {
 		resp, body := s.call(t, t.Context(), r[0], r[1], `{}`)

@@ -31,24 +31,27 @@ type service struct {
 	keys   *identity.Keys
 	db     *mongo.Database
 	quota  *testenv.QuotaServer
+	peers  *peers
 }
 
 // boot starts the service in-process through the production boot path against the real
-// datastores and a fake quota service (3 failures per window), and stops it when the test
-// ends.
+// datastores, a fake quota service (3 failures per window) and fake moderation and link
+// services (see peers), and stops it when the test ends.
 func boot(t *testing.T, configure ...func(*config.Config)) *service {
 	t.Helper()
 	keys := testenv.Keys(t)
 	qs := testenv.NewQuotaServer(t, keys, 3)
+	ps := newPeers(t, keys)
 	cfg := &config.Config{}
 	b := testenv.Boot(t, pkgservice.For(pkgconfig.Auth, cfg, app.Wire), func() {
 		cfg.QuotaURL, cfg.SessionTTL = qs.URL, time.Hour
+		cfg.ModerationURL, cfg.LinkURL = ps.URL, ps.URL
 		for _, f := range configure {
 			f(cfg)
 		}
 	})
 	hc := httpclient.New(httpclient.Options{Service: "auth", BaseURL: b.URL, TracerProvider: noop.NewTracerProvider()})
-	return &service{Booted: b, client: auth.New(hc), keys: keys, db: b.DB, quota: qs}
+	return &service{Booted: b, client: auth.New(hc), keys: keys, db: b.DB, quota: qs, peers: ps}
 }
 
 // as returns a context carrying an internal token for caller, as the gateway signs it.

@@ -24,6 +24,11 @@ type Accounts interface {
 	IDPConfig() auth.IDPConfig
 	SetRole(ctx context.Context, caller identity.Caller, targetID, role string) (auth.User, error)
 	LoginRecords(ctx context.Context, caller identity.Caller, q accounts.RecordQuery) (auth.LoginRecords, error)
+	Users(ctx context.Context, caller identity.Caller, q accounts.UserQuery) (auth.UserList, error)
+	UserCounts(ctx context.Context, caller identity.Caller) (auth.UserCounts, error)
+	Timeout(ctx context.Context, caller identity.Caller, targetID string, req auth.TimeoutRequest) (auth.User, error)
+	Ban(ctx context.Context, caller identity.Caller, targetID string, req auth.BanRequest) (auth.BanResponse, error)
+	Unban(ctx context.Context, caller identity.Caller, targetID string) (auth.User, error)
 }
 
 // Register mounts the internal routes on app, all behind the internal token.
@@ -38,6 +43,11 @@ func Register(app *fiber.App, keys *identity.Keys, svc Accounts) {
 	g.Get("/idp-config", h.idpConfig)
 	g.Post("/users/:id/role", h.setRole)
 	g.Get("/login-records", h.loginRecords)
+	g.Get("/users", h.users)
+	g.Get("/users/counts", h.userCounts)
+	g.Post("/users/:id/timeout", h.timeout)
+	g.Post("/users/:id/ban", h.ban)
+	g.Post("/users/:id/unban", h.unban)
 }
 
 type handlers struct{ svc Accounts }
@@ -154,4 +164,61 @@ func (h handlers) loginRecords(c *fiber.Ctx) error {
 		return err
 	}
 	return reply(c, fiber.StatusOK, recs)
+}
+
+func (h handlers) users(c *fiber.Ctx) error {
+	q, err := accounts.ParseUserQuery(func(k string) string { return strings.Clone(c.Query(k)) })
+	if err != nil {
+		return err
+	}
+	list, err := h.svc.Users(c.UserContext(), identity.CallerOf(c), q)
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, list)
+}
+
+func (h handlers) userCounts(c *fiber.Ctx) error {
+	n, err := h.svc.UserCounts(c.UserContext(), identity.CallerOf(c))
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, n)
+}
+
+func (h handlers) timeout(c *fiber.Ctx) error {
+	var req auth.TimeoutRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	u, err := h.svc.Timeout(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("id")), req)
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, auth.UserResponse{User: u})
+}
+
+func (h handlers) ban(c *fiber.Ctx) error {
+	var req auth.BanRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	res, err := h.svc.Ban(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("id")), req)
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, res)
+}
+
+func (h handlers) unban(c *fiber.Ctx) error {
+	// No field is read, but a body that is there must still be JSON.
+	var req struct{}
+	if err := server.DecodeOptionalJSON(c, &req); err != nil {
+		return err
+	}
+	u, err := h.svc.Unban(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("id")))
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, auth.UserResponse{User: u})
 }

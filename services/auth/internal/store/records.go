@@ -25,18 +25,6 @@ type recordDoc struct {
 	CreatedAt time.Time `bson:"created_at"`
 }
 
-// roleChangeDoc is a stored role change.
-type roleChangeDoc struct {
-	ID        string    `bson:"_id"`
-	ActorID   string    `bson:"actor_id"`
-	TargetID  string    `bson:"target_id"`
-	FromRole  string    `bson:"from_role"`
-	ToRole    string    `bson:"to_role"`
-	IPHash    string    `bson:"ip_hash"`
-	UserAgent string    `bson:"user_agent"`
-	CreatedAt time.Time `bson:"created_at"`
-}
-
 // InsertLoginRecord stores one login attempt.
 func (s *Store) InsertLoginRecord(ctx context.Context, r accounts.LoginRecord) error {
 	if _, err := s.records.InsertOne(ctx, recordDoc(r)); err != nil {
@@ -108,12 +96,4 @@ func (s *Store) LoginRecords(ctx context.Context, f accounts.RecordFilter, skip,
 		out = append(out, r)
 	}
 	return out, total, nil
-}
-
-// InsertRoleChange stores the audit record of a role change.
-func (s *Store) InsertRoleChange(ctx context.Context, c accounts.RoleChange) error {
-	if _, err := s.roleChanges.InsertOne(ctx, roleChangeDoc(c)); err != nil {
-		return fmt.Errorf("insert role change: %w", err)
-	}
-	return nil
 }

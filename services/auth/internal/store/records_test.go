@@ -71,25 +71,6 @@ func TestLoginRecordFiltersAndPaging(t *testing.T) {
 	}
 }
 
-func TestRoleChangeRecord(t *testing.T) {
-	s := newStore(t)
-	ctx := context.Background()
-	now := ms(time.Now())
-	c := accounts.RoleChange{ID: "c1", ActorID: "a", TargetID: "t", FromRole: "user", ToRole: "moderator",
-		IPHash: "ab", UserAgent: "ua", CreatedAt: now}
-	if err := s.InsertRoleChange(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	var got roleChangeDoc
-	if err := s.roleChanges.FindOne(ctx, bson.D{{Key: "target_id", Value: "t"}}).Decode(&got); err != nil {
-		t.Fatal(err)
-	}
-	got.CreatedAt = got.CreatedAt.UTC()
-	if accounts.RoleChange(got) != c {
-		t.Fatalf("role change = %+v, want %+v", got, c)
-	}
-}
-
 // Records older than the cutoff go, in batches; newer ones, and one exactly at it, stay.
 func TestDeleteLoginRecordsBefore(t *testing.T) {
 	s := newStore(t)

@@ -1,5 +1,5 @@
-// Package store keeps the auth service's accounts, sessions, login records and role changes
-// in its own MongoDB database. It is the only package that touches that database.
+// Package store keeps the auth service's accounts, sessions and login records in its own
+// MongoDB database. It is the only package that touches that database.
 package store
 
 import (
@@ -18,12 +18,11 @@ const (
 	Users        = "users"
 	Sessions     = "sessions"
 	LoginRecords = "login_records"
-	RoleChanges  = "role_changes"
 )
 
 // Store is the MongoDB account store; it implements accounts.Store.
 type Store struct {
-	users, sessions, records, roleChanges *mongo.Collection
+	users, sessions, records *mongo.Collection
 }
 
 // New returns a store over db after making sure its indexes exist; every replica runs it.
@@ -47,19 +46,23 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 		// account without idp_uid. Linking is conditional on idp_uid being unset instead.
 		ix(Users, "idp_uid", false, "idp_uid"),
 		ix(Users, "role", false, "role"),
+		// The admin user list walks this one in its own order (id included, so no page needs
+		// a sort in memory); the few moderators and super admins are found through "role".
+		ix(Users, "created_at", false, "-created_at", "-_id"),
+		// The banned and the suspended: their lists and the overview's counts.
+		ix(Users, "status", false, "status"),
+		ix(Users, "timeout_until", false, "timeout_until"),
 		ix(Sessions, "expires_at", false, "expires_at"),
 		ix(Sessions, "user_id", false, "user_id"),
 		ix(LoginRecords, "created_at", false, "-created_at"),
 		ix(LoginRecords, "user_id_created_at", false, "user_id", "-created_at"),
 		ix(LoginRecords, "email_created_at", false, "email", "-created_at"),
-		ix(RoleChanges, "created_at", false, "-created_at"),
-		ix(RoleChanges, "target_id", false, "target_id"),
 	)
 	if err != nil {
 		return nil, err
 	}
 	return &Store{users: db.Collection(Users), sessions: db.Collection(Sessions),
-		records: db.Collection(LoginRecords), roleChanges: db.Collection(RoleChanges)}, nil
+		records: db.Collection(LoginRecords)}, nil
 }
 
 func byID(id string) bson.D { return bson.D{{Key: "_id", Value: id}} }

@@ -116,8 +116,8 @@ func (s *Store) SetRole(ctx context.Context, userID, from, to string, now time.T
 	return s.update(ctx, "set role", filter, bson.D{{Key: "role", Value: to}, {Key: "updated_at", Value: now}})
 }
 
-// Restrict sets the account's status and limit fields r names (the moderation actions' part
-// in this store); false when no account has userID.
+// Restrict sets the account's status and limit fields r names, whatever they were (the
+// end-to-end tests' seam, see authtest); false when no account has userID.
 func (s *Store) Restrict(ctx context.Context, userID string, r accounts.Restriction, now time.Time) (bool, error) {
 	set := bson.D{{Key: "updated_at", Value: now}}
 	if r.Status != "" {
@@ -129,10 +129,61 @@ func (s *Store) Restrict(ctx context.Context, userID string, r accounts.Restrict
 	if r.TimeoutUntil != nil {
 		set = append(set, bson.E{Key: "timeout_until", Value: r.TimeoutUntil.UTC()})
 	}
+	if r.TimeoutReason != nil {
+		set = append(set, bson.E{Key: "timeout_reason", Value: *r.TimeoutReason})
+	}
 	if r.QuotaLimit != nil {
 		set = append(set, bson.E{Key: "quota_limit", Value: *r.QuotaLimit})
 	}
 	return s.update(ctx, "restrict account", byID(userID), set)
+}
+
+// SetStanding writes the standing to over from in one conditional update: it applies only
+// while the account's status, ban reason and timeout are exactly from's (a nil one matching
+// an absent field), and removes the fields to leaves nil; updated_at becomes at. Being a
+// compare-and-set, the undo of a write (from and to swapped) restores exactly what was there,
+// and leaves alone a standing that changed again meanwhile.
+func (s *Store) SetStanding(ctx context.Context, userID string, from, to accounts.Standing, at time.Time) (bool, error) {
+	// {field: null} matches an absent field as well as a null one.
+	filter := append(byID(userID), bson.E{Key: "status", Value: from.Status},
+		bson.E{Key: "ban_reason", Value: orNull(from.BanReason)},
+		bson.E{Key: "timeout_until", Value: orNull(utc(from.TimeoutUntil))},
+		bson.E{Key: "timeout_reason", Value: orNull(from.TimeoutReason)})
+	set := bson.D{{Key: "status", Value: to.Status}, {Key: "updated_at", Value: at}}
+	var unset bson.D
+	for _, f := range []bson.E{{Key: "ban_reason", Value: orNull(to.BanReason)},
+		{Key: "timeout_until", Value: orNull(utc(to.TimeoutUntil))}, {Key: "timeout_reason", Value: orNull(to.TimeoutReason)}} {
+		if f.Value == nil {
+			unset = append(unset, bson.E{Key: f.Key, Value: ""})
+		} else {
+			set = append(set, f)
+		}
+	}
+	update := bson.D{{Key: "$set", Value: set}}
+	if len(unset) > 0 {
+		update = append(update, bson.E{Key: "$unset", Value: unset})
+	}
+	res, err := s.users.UpdateOne(ctx, filter, update)
+	if err != nil {
+		return false, fmt.Errorf("set standing: %w", err)
+	}
+	return res.MatchedCount == 1, nil
+}
+
+// orNull is what v points to, or nil (BSON null) when v is nil.
+func orNull[T any](v *T) any {
+	if v == nil {
+		return nil
+	}
+	return *v
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.UTC()
+	return &v
 }
 
 // CountRole counts the accounts with role.

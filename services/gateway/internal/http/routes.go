@@ -35,6 +35,10 @@ type Links interface {
 	Delete(ctx context.Context, code string) error
 	Dashboard(ctx context.Context) (link.Dashboard, error)
 	Analytics(ctx context.Context, code string, query url.Values) (analytics.LinkAnalytics, error)
+	AdminList(ctx context.Context, query url.Values) (link.List, error)
+	Disable(ctx context.Context, code string, req link.DisableRequest) (link.Link, error)
+	Enable(ctx context.Context, code string) (link.Link, error)
+	Purge(ctx context.Context, code string) error
 }
 
 // Auth is what the routes ask of the auth service; *auth.Client satisfies it.
@@ -46,6 +50,10 @@ type Auth interface {
 	IDPConfig(ctx context.Context) (auth.IDPConfig, error)
 	SetRole(ctx context.Context, userID, role string) (auth.User, error)
 	LoginRecords(ctx context.Context, query url.Values) (auth.LoginRecords, error)
+	Users(ctx context.Context, query url.Values) (auth.UserList, error)
+	Timeout(ctx context.Context, id string, req auth.TimeoutRequest) (auth.User, error)
+	Ban(ctx context.Context, id string, req auth.BanRequest) (auth.BanResponse, error)
+	Unban(ctx context.Context, id string) (auth.User, error)
 }
 
 // Moderation is what the routes ask of the moderation service; *moderation.Client
@@ -54,6 +62,11 @@ type Moderation interface {
 	RequestPermanent(ctx context.Context, code string, body moderation.PermanentRequestBody) (moderation.PermanentRequest, error)
 	PermanentRequests(ctx context.Context, query url.Values) (moderation.RequestList, error)
 	ResolvePermanent(ctx context.Context, id string, req moderation.ResolveRequest) (moderation.PermanentRequest, error)
+	SubmitReport(ctx context.Context, body moderation.ReportBody) error
+	Reports(ctx context.Context, query url.Values) (moderation.ReportList, error)
+	ResolveReport(ctx context.Context, id string, req moderation.ReportResolveRequest) (moderation.Report, error)
+	Overview(ctx context.Context) (moderation.Overview, error)
+	AuditLog(ctx context.Context, query url.Values) (moderation.AuditLog, error)
 }
 
 // Captcha verifies a captcha token; *captcha.Verifier satisfies it.
@@ -93,6 +106,7 @@ func Register(app *fiber.App, d Deps) {
 	api.Get("/openapi.yaml", serveOpenAPI)
 	api.Post("/links/shorten", d.Gate.Optional(), h.shorten)
 	api.Get("/links/:code/info", h.info)
+	api.Post("/reports", d.Gate.Optional(), h.report)
 	h.registerAuth(api)
 	h.registerProtected(api)
 

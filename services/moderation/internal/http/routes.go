@@ -19,6 +19,82 @@ func Register(app *fiber.App, keys *identity.Keys, svc *requests.Service) {
 	g.Post("/links/:code/permanent-requests", h.file)
 	g.Get("/permanent-requests", h.list)
 	g.Post("/permanent-requests/:id/resolve", h.resolve)
+	g.Post("/reports", h.submit)
+	g.Get("/reports", h.reports)
+	g.Post("/reports/:id/resolve", h.resolveReport)
+	g.Delete("/links/:id/reports", h.deleteReports)
+	g.Post("/audit", h.record)
+	g.Get("/audit", h.auditLog)
+	g.Get("/overview", h.overview)
+}
+
+func query(c *fiber.Ctx) func(string) string {
+	return func(k string) string { return strings.Clone(c.Query(k)) }
+}
+
+func (h handlers) submit(c *fiber.Ctx) error {
+	var body moderation.ReportBody
+	if err := server.DecodeJSON(c, &body); err != nil {
+		return err
+	}
+	if err := h.svc.Submit(c.UserContext(), identity.CallerOf(c), body); err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"status": "report_submitted"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) reports(c *fiber.Ctx) error {
+	list, err := h.svc.Reports(c.UserContext(), identity.CallerOf(c), query(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(list, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) resolveReport(c *fiber.Ctx) error {
+	var req moderation.ReportResolveRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	r, err := h.svc.ResolveReport(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("id")), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(moderation.ReportResponse{Report: r}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) deleteReports(c *fiber.Ctx) error {
+	if err := h.svc.DeleteReports(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("id"))); err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (h handlers) record(c *fiber.Ctx) error {
+	var rec moderation.AuditRecord
+	if err := server.DecodeJSON(c, &rec); err != nil {
+		return err
+	}
+	if err := h.svc.Record(c.UserContext(), identity.CallerOf(c), rec); err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (h handlers) auditLog(c *fiber.Ctx) error {
+	list, err := h.svc.AuditLog(c.UserContext(), identity.CallerOf(c), query(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(list, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) overview(c *fiber.Ctx) error {
+	o, err := h.svc.Overview(c.UserContext(), identity.CallerOf(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(o, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
 type handlers struct{ svc *requests.Service }
@@ -36,7 +112,7 @@ func (h handlers) file(c *fiber.Ctx) error {
 }
 
 func (h handlers) list(c *fiber.Ctx) error {
-	list, err := h.svc.List(c.UserContext(), identity.CallerOf(c), func(k string) string { return strings.Clone(c.Query(k)) })
+	list, err := h.svc.List(c.UserContext(), identity.CallerOf(c), query(c))
 	if err != nil {
 		return err
 	}

@@ -54,15 +54,9 @@ func (s *Service) List(ctx context.Context, caller identity.Caller, get func(str
 	if err != nil {
 		return moderation.RequestList{}, err
 	}
-	status := get("status")
-	switch status {
-	case "":
-		status = StatusPending
-	case StatusPending, StatusApproved, StatusRejected:
-	case "all":
-		status = ""
-	default:
-		return moderation.RequestList{}, errs.Invalid("status must be pending, approved, rejected or all")
+	status, err := statusFilter(get("status"), StatusApproved, StatusRejected)
+	if err != nil {
+		return moderation.RequestList{}, err
 	}
 	found, total, err := s.store.Requests(ctx, status, page.Skip(), page.Limit())
 	if err != nil {

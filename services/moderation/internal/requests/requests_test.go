@@ -14,6 +14,7 @@ import (
 
 type fakeStore struct {
 	reqs      map[string]Request
+	reports   map[string]Report
 	audit     map[string]AuditEntry
 	auditErr  error
 	finishErr error
@@ -41,7 +42,16 @@ func (s *fakeStore) Requests(context.Context, string, int64, int64) ([]Request, 
 	return nil, 0, nil
 }
 
-func (s *fakeStore) Claim(_ context.Context, id, action, _ string, _, _ time.Time) (bool, error) {
+func (s *fakeStore) Claim(_ context.Context, q Queue, id, action, _ string, _, _ time.Time) (bool, error) {
+	if q == QueueReports {
+		r := s.reports[id]
+		if r.Status != StatusPending || (r.ClaimAction != "" && r.ClaimAction != action) {
+			return false, nil
+		}
+		r.ClaimAction = action
+		s.reports[id] = r
+		return true, nil
+	}
 	r := s.reqs[id]
 	if r.Status != StatusPending || (r.ClaimAction != "" && r.ClaimAction != action) {
 		return false, nil
@@ -51,9 +61,18 @@ func (s *fakeStore) Claim(_ context.Context, id, action, _ string, _, _ time.Tim
 	return true, nil
 }
 
-func (s *fakeStore) Finish(_ context.Context, id, action, status, by, note string, at time.Time) (bool, error) {
+func (s *fakeStore) Finish(_ context.Context, q Queue, id, action, status, by, note string, at time.Time) (bool, error) {
 	if s.finishErr != nil {
 		return false, s.finishErr
+	}
+	if q == QueueReports {
+		r := s.reports[id]
+		if r.Status != StatusPending || r.ClaimAction != action {
+			return false, nil
+		}
+		r.Status, r.ResolvedBy, r.ResolutionNote, r.ResolvedAt, r.ClaimAction = status, by, note, &at, ""
+		s.reports[id] = r
+		return true, nil
 	}
 	r := s.reqs[id]
 	if r.Status != StatusPending || r.ClaimAction != action {
@@ -73,6 +92,7 @@ func (s *fakeStore) InsertAudit(_ context.Context, e AuditEntry) error {
 }
 
 type fakeLinks struct {
+	disabled  map[string]int
 	owned     map[string]bool // code → auto_renew, for the caller's own links
 	autoRenew map[string]bool
 }
@@ -96,10 +116,10 @@ var (
 )
 
 func newService() (*Service, *fakeStore, *fakeLinks) {
-	st := &fakeStore{reqs: map[string]Request{}, audit: map[string]AuditEntry{}}
+	st := &fakeStore{reqs: map[string]Request{}, reports: map[string]Report{}, audit: map[string]AuditEntry{}}
 	l := &fakeLinks{owned: map[string]bool{"mine": false, "forever": true}, autoRenew: map[string]bool{}}
 	n := 0
-	return NewService(st, l, func() string { n++; return "r" + string(rune('0'+n)) }), st, l
+	return NewService(st, Peers{Links: l, Quota: &fakeQuota{limit: 2}}, func() string { n++; return "r" + string(rune('0'+n)) }), st, l
 }
 
 func wantErr(t *testing.T, err error, kind errs.Kind, msg string) {

@@ -37,8 +37,14 @@ func (s *Service) Resolve(ctx context.Context, caller identity.Caller, id string
 	if err := checkText("note", note); err != nil {
 		return moderation.PermanentRequest{}, err
 	}
-	r, err := s.claim(ctx, caller, id, req.Action)
+	r, err := s.store.Request(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return moderation.PermanentRequest{}, errs.NotFound("permanent request not found")
+	}
 	if err != nil {
+		return moderation.PermanentRequest{}, err
+	}
+	if err := s.claim(ctx, caller, QueuePermanent, r.ID, r.Status, req.Action); err != nil {
 		return moderation.PermanentRequest{}, err
 	}
 	if req.Action == moderation.ActionApprove {
@@ -58,7 +64,7 @@ func (s *Service) Resolve(ctx context.Context, caller identity.Caller, id string
 		}
 		return moderation.PermanentRequest{}, err
 	}
-	finished, err := s.store.Finish(ctx, r.ID, req.Action, final, caller.UserID, note, now)
+	finished, err := s.store.Finish(ctx, QueuePermanent, r.ID, req.Action, final, caller.UserID, note, now)
 	if err != nil {
 		return moderation.PermanentRequest{}, err
 	}
@@ -69,29 +75,33 @@ func (s *Service) Resolve(ctx context.Context, caller identity.Caller, id string
 	return view(r), nil
 }
 
-// claim takes request id for action, or says why not: 404 unknown, 409 resolved, 409 being
-// resolved the other way.
-func (s *Service) claim(ctx context.Context, caller identity.Caller, id, action string) (Request, error) {
-	r, err := s.store.Request(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return Request{}, errs.NotFound("permanent request not found")
-	}
-	if err != nil {
-		return Request{}, err
-	}
-	if r.Status != StatusPending {
-		return Request{}, errs.E(errs.KindConflict, "permanent request already resolved")
+// claim takes entry id of queue q, whose status was read as status, for action, or says
+// why not: 409 resolved, 409 being resolved the other way.
+func (s *Service) claim(ctx context.Context, caller identity.Caller, q Queue, id, status, action string) error {
+	resolved := errs.E(errs.KindConflict, "%s already resolved", q)
+	if status != StatusPending {
+		return resolved
 	}
 	now := s.now().UTC()
-	ok, err := s.store.Claim(ctx, id, action, caller.UserID, now, now.Add(-claimLease))
+	ok, err := s.store.Claim(ctx, q, id, action, caller.UserID, now, now.Add(-claimLease))
 	if err != nil {
-		return Request{}, err
+		return err
 	}
 	if !ok {
-		if again, err := s.store.Request(ctx, id); err == nil && again.Status != StatusPending {
-			return Request{}, errs.E(errs.KindConflict, "permanent request already resolved")
+		if again, err := s.statusOf(ctx, q, id); err == nil && again != StatusPending {
+			return resolved
 		}
-		return Request{}, errs.E(errs.KindConflict, "permanent request is being resolved")
+		return errs.E(errs.KindConflict, "%s is being resolved", q)
 	}
-	return r, nil
+	return nil
+}
+
+// statusOf reads the status of entry id of queue q.
+func (s *Service) statusOf(ctx context.Context, q Queue, id string) (string, error) {
+	if q == QueueReports {
+		r, err := s.store.Report(ctx, id)
+		return r.Status, err
+	}
+	r, err := s.store.Request(ctx, id)
+	return r.Status, err
 }

@@ -18,12 +18,13 @@ import (
 
 const (
 	requestsCollection = "permanent_requests"
+	reportsCollection  = "abuse_reports"
 	auditCollection    = "audit_log"
 )
 
 // Store is the moderation service's database.
 type Store struct {
-	requests, audit *mongo.Collection
+	requests, reports, audit *mongo.Collection
 }
 
 // New returns a store over db after making sure its indexes exist. The unique
@@ -38,14 +39,38 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 			Keys:    bson.D{{Key: "status", Value: 1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: -1}},
 			Options: options.Index().SetName("status_created"),
 		}},
+		mongodb.Index{Collection: reportsCollection, Model: mongo.IndexModel{
+			Keys:    bson.D{{Key: "status", Value: 1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: -1}},
+			Options: options.Index().SetName("status_created"),
+		}},
+		mongodb.Index{Collection: reportsCollection, Model: mongo.IndexModel{
+			Keys: bson.D{{Key: "link_id", Value: 1}}, Options: options.Index().SetName("link"),
+		}},
 		mongodb.Index{Collection: auditCollection, Model: mongo.IndexModel{
 			Keys: bson.D{{Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}, Options: options.Index().SetName("created"),
+		}},
+		mongodb.Index{Collection: auditCollection, Model: mongo.IndexModel{
+			Keys:    bson.D{{Key: "actor_id", Value: 1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: -1}},
+			Options: options.Index().SetName("actor_created"),
+		}},
+		mongodb.Index{Collection: auditCollection, Model: mongo.IndexModel{
+			Keys:    bson.D{{Key: "action", Value: 1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: -1}},
+			Options: options.Index().SetName("action_created"),
 		}},
 	)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{requests: db.Collection(requestsCollection), audit: db.Collection(auditCollection)}, nil
+	return &Store{requests: db.Collection(requestsCollection), reports: db.Collection(reportsCollection),
+		audit: db.Collection(auditCollection)}, nil
+}
+
+// queue is the collection of q.
+func (s *Store) queue(q requests.Queue) *mongo.Collection {
+	if q == requests.QueueReports {
+		return s.reports
+	}
+	return s.requests
 }
 
 type claimDoc struct {
@@ -92,63 +117,75 @@ func (s *Store) InsertRequest(ctx context.Context, r requests.Request) error {
 
 // Request returns request id; requests.ErrNotFound if none.
 func (s *Store) Request(ctx context.Context, id string) (requests.Request, error) {
-	var d requestDoc
-	err := s.requests.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return requests.Request{}, requests.ErrNotFound
-	}
-	if err != nil {
-		return requests.Request{}, fmt.Errorf("find permanent request: %w", err)
-	}
-	return fromRequestDoc(d), nil
+	d, err := byID[requestDoc](ctx, s.requests, "permanent request", id)
+	return fromRequestDoc(d), err
 }
 
 // Requests returns a page of requests in status ("" for all), newest first, and the total.
 func (s *Store) Requests(ctx context.Context, status string, skip, limit int64) ([]requests.Request, int64, error) {
+	return byStatus(ctx, s.requests, "permanent requests", status, skip, limit, fromRequestDoc)
+}
+
+// byID decodes document id of coll; requests.ErrNotFound if none.
+func byID[T any](ctx context.Context, coll *mongo.Collection, what, id string) (T, error) {
+	var d T
+	err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return d, requests.ErrNotFound
+	}
+	if err != nil {
+		return d, fmt.Errorf("find %s: %w", what, err)
+	}
+	return d, nil
+}
+
+// byStatus returns a page of coll's entries in status ("" for all), newest first, each as
+// view makes it, and the total.
+func byStatus[T, V any](ctx context.Context, coll *mongo.Collection, what, status string, skip, limit int64, view func(T) V) ([]V, int64, error) {
 	filter := bson.D{}
 	if status != "" {
 		filter = bson.D{{Key: "status", Value: status}}
 	}
-	docs, total, err := mongodb.FindPage[requestDoc](ctx, s.requests, "permanent requests", filter, mongodb.NewestFirst(), skip, limit)
+	docs, total, err := mongodb.FindPage[T](ctx, coll, what, filter, mongodb.NewestFirst(), skip, limit)
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]requests.Request, 0, len(docs))
+	out := make([]V, 0, len(docs))
 	for _, d := range docs {
-		out = append(out, fromRequestDoc(d))
+		out = append(out, view(d))
 	}
 	return out, total, nil
 }
 
-// Claim marks pending request id as being resolved with action by, in one conditional
+// Claim marks pending entry id of queue q as being resolved with action by, in one conditional
 // update: it succeeds when nobody claimed it, when the claim is for the same action (a retry
 // finishing what a failed attempt left), or when the claim is older than staleBefore (its
 // resolver died).
-func (s *Store) Claim(ctx context.Context, id, action, by string, now, staleBefore time.Time) (bool, error) {
+func (s *Store) Claim(ctx context.Context, q requests.Queue, id, action, by string, now, staleBefore time.Time) (bool, error) {
 	filter := bson.D{{Key: "_id", Value: id}, {Key: "status", Value: requests.StatusPending}, {Key: "$or", Value: bson.A{
 		bson.D{{Key: "claim", Value: bson.D{{Key: "$exists", Value: false}}}},
 		bson.D{{Key: "claim.action", Value: action}},
 		bson.D{{Key: "claim.at", Value: bson.D{{Key: "$lt", Value: staleBefore}}}},
 	}}}
-	res, err := s.requests.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{
+	res, err := s.queue(q).UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{
 		{Key: "claim", Value: claimDoc{Action: action, By: by, At: now}}}}})
 	if err != nil {
-		return false, fmt.Errorf("claim permanent request: %w", err)
+		return false, fmt.Errorf("claim %s: %w", q, err)
 	}
 	return res.MatchedCount == 1, nil
 }
 
-// Finish resolves request id claimed for action: its final status, who, when, the note; the
+// Finish resolves entry id of queue q claimed for action: its final status, who, when, the note; the
 // link may then get a new pending request.
-func (s *Store) Finish(ctx context.Context, id, action, status, by, note string, at time.Time) (bool, error) {
+func (s *Store) Finish(ctx context.Context, q requests.Queue, id, action, status, by, note string, at time.Time) (bool, error) {
 	filter := bson.D{{Key: "_id", Value: id}, {Key: "status", Value: requests.StatusPending}, {Key: "claim.action", Value: action}}
-	res, err := s.requests.UpdateOne(ctx, filter, bson.D{
+	res, err := s.queue(q).UpdateOne(ctx, filter, bson.D{
 		{Key: "$set", Value: bson.D{{Key: "status", Value: status}, {Key: "resolved_at", Value: at}, {Key: "resolved_by", Value: by},
 			{Key: "resolution_note", Value: note}, {Key: "pending_for", Value: "done:" + id}}},
 		{Key: "$unset", Value: bson.D{{Key: "claim", Value: ""}}},
 	})
 	if err != nil {
-		return false, fmt.Errorf("finish permanent request: %w", err)
+		return false, fmt.Errorf("finish %s: %w", q, err)
 	}
 	return res.MatchedCount == 1, nil
 }

@@ -52,22 +52,22 @@ func TestOnePendingRequestPerLink(t *testing.T) {
 
 	// Claims: one action at a time, the same action again (a retry), a stale claim taken over.
 	later := now.Add(time.Second)
-	if ok, err := s.Claim(ctx, winner, "approve", "m1", later, later.Add(-time.Minute)); err != nil || !ok {
+	if ok, err := s.Claim(ctx, requests.QueuePermanent, winner, "approve", "m1", later, later.Add(-time.Minute)); err != nil || !ok {
 		t.Fatalf("first claim: %v %v", ok, err)
 	}
-	if ok, _ := s.Claim(ctx, winner, "reject", "m2", later, later.Add(-time.Minute)); ok {
+	if ok, _ := s.Claim(ctx, requests.QueuePermanent, winner, "reject", "m2", later, later.Add(-time.Minute)); ok {
 		t.Fatal("a fresh claim for another action was taken over")
 	}
-	if ok, _ := s.Claim(ctx, winner, "approve", "m2", later, later.Add(-time.Minute)); !ok {
+	if ok, _ := s.Claim(ctx, requests.QueuePermanent, winner, "approve", "m2", later, later.Add(-time.Minute)); !ok {
 		t.Fatal("the same action could not resume the claim")
 	}
-	if ok, _ := s.Claim(ctx, winner, "reject", "m2", later.Add(2*time.Minute), later.Add(time.Minute)); !ok {
+	if ok, _ := s.Claim(ctx, requests.QueuePermanent, winner, "reject", "m2", later.Add(2*time.Minute), later.Add(time.Minute)); !ok {
 		t.Fatal("a stale claim was not taken over")
 	}
-	if ok, err := s.Finish(ctx, winner, "approve", requests.StatusApproved, "m1", "", later); err != nil || ok {
+	if ok, err := s.Finish(ctx, requests.QueuePermanent, winner, "approve", requests.StatusApproved, "m1", "", later); err != nil || ok {
 		t.Fatalf("finish under another action's claim: %v %v", ok, err)
 	}
-	if ok, err := s.Finish(ctx, winner, "reject", requests.StatusRejected, "m2", "no", later); err != nil || !ok {
+	if ok, err := s.Finish(ctx, requests.QueuePermanent, winner, "reject", requests.StatusRejected, "m2", "no", later); err != nil || !ok {
 		t.Fatalf("finish: %v %v", ok, err)
 	}
 	got, err := s.Request(ctx, winner)

@@ -47,6 +47,8 @@ func Scopes(s Sizes) map[string]Policy {
 		quota.ScopeLoginIP:    {Limit: s.LoginFailures, Window: s.LoginWindow, Anonymous: true},
 		// Registered users' creations, keyed by user id, limited by each account's quota_limit.
 		quota.ScopeUserCreate: {Window: s.UserWindow, PerCaller: true},
+		// Abuse reports, keyed by the reporter's identity key whether signed in or not.
+		quota.ScopeReport: {Limit: quota.ReportLimit, Window: quota.ReportWindow, Anonymous: true},
 	}
 }
 

@@ -1,0 +1,111 @@
+package accounts_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+)
+
+// auditCall is one audit write as the fake moderation service saw it: the record and the
+// identity token of the context it came with (the real service names the actor from it).
+type auditCall struct {
+	moderation.AuditRecord
+	Token string
+}
+
+// fakeAudit is the moderation service's audit log: it keeps every record, or refuses every
+// write while fail is set.
+type fakeAudit struct {
+	mu      sync.Mutex
+	entries []auditCall
+	fail    error
+}
+
+func (a *fakeAudit) Audit(ctx context.Context, rec moderation.AuditRecord) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.fail != nil {
+		return a.fail
+	}
+	a.entries = append(a.entries, auditCall{AuditRecord: rec, Token: identity.TokenFromContext(ctx)})
+	return nil
+}
+
+func (a *fakeAudit) setFail(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fail = err
+}
+
+// all returns the records written so far, oldest first.
+func (a *fakeAudit) all() []auditCall {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]auditCall(nil), a.entries...)
+}
+
+// byAction returns the records of one action.
+func (a *fakeAudit) byAction(action string) []auditCall {
+	var out []auditCall
+	for _, e := range a.all() {
+		if e.Action == action {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// fakeLinks is the link service: each owner has some enabled links, and a disable switches
+// off what is left and says how many.
+type fakeLinks struct {
+	mu      sync.Mutex
+	enabled map[string]int64
+	calls   []disableCall
+	fail    error
+}
+
+type disableCall struct {
+	Owner, Reason, Token string
+}
+
+func newFakeLinks() *fakeLinks { return &fakeLinks{enabled: map[string]int64{}} }
+
+func (l *fakeLinks) DisableOwner(ctx context.Context, ownerID string, req link.DisableRequest) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := disableCall{Owner: ownerID, Token: identity.TokenFromContext(ctx)}
+	if req.Reason != nil {
+		c.Reason = *req.Reason
+	}
+	l.calls = append(l.calls, c)
+	if l.fail != nil {
+		return 0, l.fail
+	}
+	n := l.enabled[ownerID]
+	l.enabled[ownerID] = 0
+	return n, nil
+}
+
+func (l *fakeLinks) setEnabled(owner string, n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.enabled[owner] = n
+}
+
+func (l *fakeLinks) setFail(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fail = err
+}
+
+func (l *fakeLinks) all() []disableCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]disableCall(nil), l.calls...)
+}
+
+var errAuditDown = errors.New("moderation service unavailable")

@@ -1,0 +1,123 @@
+package requests
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/paging"
+)
+
+// MaxAuditDetail bounds the encoded detail of one audit entry, in bytes.
+const MaxAuditDetail = 8 << 10
+
+// auditActions are the actions other services record; the moderation service writes its
+// own (reports, permanent requests) directly.
+var auditActions = []string{moderation.AuditUserTimeout, moderation.AuditUserBan, moderation.AuditUserUnban,
+	moderation.AuditUserRole, moderation.AuditLinkDisable, moderation.AuditLinkEnable, moderation.AuditLinkDelete}
+
+// Record writes the audit entry of an action caller took in another service. The actor, IP
+// hash and User-Agent are the caller's, from its identity token, never from the record; a
+// record with an id already written writes nothing (a retried step).
+func (s *Service) Record(ctx context.Context, caller identity.Caller, rec moderation.AuditRecord) error {
+	if !caller.AtLeastModerator() {
+		return errs.Forbidden("moderator role required")
+	}
+	if rec.ID == "" || len(rec.ID) > 200 || !utf8.ValidString(rec.ID) {
+		return errs.Invalid("id must be 1 to 200 characters")
+	}
+	if !slices.Contains(auditActions, rec.Action) {
+		return errs.Invalid("action is not an audited action")
+	}
+	if rec.TargetType != moderation.TargetUser && rec.TargetType != moderation.TargetLink {
+		return errs.Invalid("target_type must be user or link")
+	}
+	if rec.TargetID == "" || len(rec.TargetID) > 200 || !utf8.ValidString(rec.TargetID) {
+		return errs.Invalid("target_id must be 1 to 200 characters")
+	}
+	if b, err := json.Marshal(rec.Detail); err != nil || len(b) > MaxAuditDetail {
+		return errs.Invalid("detail must be an object of at most %d bytes", MaxAuditDetail)
+	}
+	return s.store.InsertAudit(ctx, AuditEntry{ID: rec.ID, ActorID: caller.UserID, Action: rec.Action, TargetType: rec.TargetType,
+		TargetID: rec.TargetID, Detail: rec.Detail, IPHash: caller.IPHash, UserAgent: caller.UserAgent,
+		CreatedAt: s.now().UTC().Truncate(time.Millisecond)})
+}
+
+// AuditLog is a page of the audit log for a super admin, newest first, filtered by
+// actor_id and action.
+func (s *Service) AuditLog(ctx context.Context, caller identity.Caller, get func(string) string) (moderation.AuditLog, error) {
+	if caller.Role != auth.RoleSuperAdmin {
+		return moderation.AuditLog{}, errs.Forbidden("super admin role required")
+	}
+	page, err := paging.Parse(get)
+	if err != nil {
+		return moderation.AuditLog{}, err
+	}
+	actor, action := get("actor_id"), get("action")
+	if len(actor) > 200 || !utf8.ValidString(actor) {
+		return moderation.AuditLog{}, errs.Invalid("actor_id must be a user id")
+	}
+	if len(action) > 100 || !utf8.ValidString(action) {
+		return moderation.AuditLog{}, errs.Invalid("action must be an audited action")
+	}
+	found, total, err := s.store.Audit(ctx, actor, action, page.Skip(), page.Limit())
+	if err != nil {
+		return moderation.AuditLog{}, err
+	}
+	out := moderation.AuditLog{Entries: make([]moderation.AuditEntry, 0, len(found)), Page: page.Page, PageSize: page.PageSize, Total: total}
+	for _, e := range found {
+		detail := e.Detail
+		if detail == nil {
+			detail = map[string]any{}
+		}
+		out.Entries = append(out.Entries, moderation.AuditEntry{ID: e.ID, ActorID: e.ActorID, Action: e.Action,
+			TargetType: e.TargetType, TargetID: e.TargetID, Detail: detail, IPHash: e.IPHash, UserAgent: e.UserAgent, CreatedAt: e.CreatedAt})
+	}
+	return out, nil
+}
+
+// Overview counts users, links, clicks and pending work for a moderator. Each owner counts
+// its own: users by status (auth), links by state (link), clicks from the fold's totals
+// (analytics), and the two queues here.
+func (s *Service) Overview(ctx context.Context, caller identity.Caller) (moderation.Overview, error) {
+	var out moderation.Overview
+	if !caller.AtLeastModerator() {
+		return out, errs.Forbidden("moderator role required")
+	}
+	users, err := s.users.UserCounts(ctx)
+	if err != nil {
+		return out, peerError("auth", err)
+	}
+	links, err := s.links.Counts(ctx)
+	if err != nil {
+		return out, peerError("link", err)
+	}
+	clicks, err := s.clicks.Totals(ctx)
+	if err != nil {
+		return out, peerError("analytics", err)
+	}
+	if out.Reports.Pending, err = s.store.CountPending(ctx, QueueReports); err != nil {
+		return out, err
+	}
+	if out.PermanentRequests.Pending, err = s.store.CountPending(ctx, QueuePermanent); err != nil {
+		return out, err
+	}
+	out.Users.Total, out.Users.Active, out.Users.Suspended, out.Users.Banned = users.Total, users.Active, users.Suspended, users.Banned
+	out.Links.Total, out.Links.Active, out.Links.Expired, out.Links.Disabled, out.Links.Deleted = links.Total, links.Active, links.Expired, links.Disabled, links.Deleted
+	out.Clicks.Total, out.Clicks.Last24h = clicks.Total, clicks.Last24h
+	return out, nil
+}
+
+// peerError keeps a peer's own answer and calls anything else an outage of it.
+func peerError(name string, err error) error {
+	if _, ok := errs.As(err); ok {
+		return err
+	}
+	return errs.Unavailable(name+" service unavailable", err)
+}

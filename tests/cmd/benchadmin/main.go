@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -67,6 +68,9 @@ func run(ctx context.Context, binDir string, small, large, samples int) error {
 	if _, err := linktest.Load(ctx, b.DB("link"), root.UserID, "sm", small, now); err != nil {
 		return fmt.Errorf("load links: %w", err)
 	}
+	if err := waitCounted(ctx, base, root.Session, small); err != nil {
+		return err
+	}
 	before, err := measure(small)
 	if err != nil {
 		return err
@@ -76,6 +80,11 @@ func run(ctx context.Context, binDir string, small, large, samples int) error {
 		return fmt.Errorf("load links: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "loaded %d links in %s\n", large-small, time.Since(start))
+	// The link counters fold the load's recorded changes before the second measure.
+	if err := waitCounted(ctx, base, root.Session, large); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "counted %d links %s after the load\n", large, time.Since(start))
 	after, err := measure(large)
 	if err != nil {
 		return err
@@ -94,4 +103,24 @@ func run(ctx context.Context, binDir string, small, large, samples int) error {
 		}
 	}
 	return failed
+}
+
+// waitCounted waits until the overview counts n links.
+func waitCounted(ctx context.Context, base, session string, n int) error {
+	deadline := time.Now().Add(15 * time.Minute)
+	for {
+		var o struct {
+			Links struct {
+				Total int `json:"total"`
+			} `json:"links"`
+		}
+		_, _, err := stack.TimeGET(ctx, base, "/api/admin/overview", session, 0, 1, func(body []byte) error { return json.Unmarshal(body, &o) })
+		if err == nil && o.Links.Total >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the overview counts %d links, not %d, after 15 minutes (%v)", o.Links.Total, n, err)
+		}
+		time.Sleep(time.Second)
+	}
 }

@@ -96,7 +96,8 @@ func (s *Service) Counts(ctx context.Context, caller identity.Caller) (link.Link
 	if !caller.AtLeastModerator() {
 		return link.LinkCounts{}, errModeratorRequired
 	}
-	return s.store.CountStates(ctx, s.now().UTC())
+	n, err := s.store.CountStates(ctx, s.now().UTC())
+	return n, storeError(err)
 }
 
 // Disable switches the live link code off for its visitors (403 on every gateway within a
@@ -146,7 +147,7 @@ func (s *Service) switchStatus(ctx context.Context, code, from, to, action strin
 	do.Status, undo.Status = &to, &from
 	changed, err := s.store.UpdateIf(ctx, code, from, do)
 	if err != nil {
-		return link.Link{}, err
+		return link.Link{}, storeError(err)
 	}
 	if !changed {
 		if again, err := s.find(ctx, code); err != nil || again.Status == to {
@@ -183,11 +184,11 @@ func (s *Service) DisableOwner(ctx context.Context, caller identity.Caller, owne
 		return 0, errs.Invalid("reason must be valid text of at most %d characters", MaxReasonLength)
 	}
 	codes, err := s.store.DisableOwner(ctx, ownerID, req.Reason)
-	if err != nil {
-		return 0, err
-	}
-	for _, code := range codes {
+	for _, code := range codes { // those disabled before a failure too
 		s.cache.Invalidate(ctx, code)
+	}
+	if err != nil {
+		return 0, storeError(err)
 	}
 	return int64(len(codes)), nil
 }
@@ -223,7 +224,7 @@ func (s *Service) Purge(ctx context.Context, caller identity.Caller, code string
 			return errs.NotFound(link.MsgNotFound)
 		}
 		if err != nil {
-			return err
+			return storeError(err)
 		}
 		l.Purge = &m
 	}

@@ -58,6 +58,29 @@ type Change struct {
 	ClearDisabledReason bool
 }
 
+// Apply makes the change to l.
+func (ch Change) Apply(l *Link) {
+	if ch.Status != nil {
+		l.Status = *ch.Status
+	}
+	if ch.ExpiresAt != nil {
+		l.ExpiresAt = ch.ExpiresAt.UTC()
+	}
+	if ch.AutoRenew != nil {
+		l.AutoRenew = *ch.AutoRenew
+	}
+	if ch.DeletedAt != nil {
+		at := ch.DeletedAt.UTC()
+		l.DeletedAt = &at
+	}
+	if ch.DisabledReason != nil {
+		l.DisabledReason = ch.DisabledReason
+	}
+	if ch.ClearDisabledReason {
+		l.DisabledReason = nil
+	}
+}
+
 // States a list can select; a link is in exactly one of the first three.
 const (
 	StateActive   = "active"

@@ -97,7 +97,7 @@ func (s *Service) SetAutoRenew(ctx context.Context, caller identity.Caller, code
 		return link.Link{}, err
 	}
 	if err := s.store.Update(ctx, code, Change{AutoRenew: &on}); err != nil {
-		return link.Link{}, err
+		return link.Link{}, storeError(err)
 	}
 	s.cache.Invalidate(ctx, code)
 	l.AutoRenew = on
@@ -122,7 +122,7 @@ func (s *Service) owned(ctx context.Context, caller identity.Caller, code string
 func (s *Service) change(ctx context.Context, caller identity.Caller, code string, ch Change) error {
 	ok, err := s.store.UpdateLive(ctx, code, caller.UserID, ch)
 	if err != nil {
-		return err
+		return storeError(err)
 	}
 	if !ok {
 		return errs.NotFound(link.MsgNotFound)

@@ -23,41 +23,41 @@ func (s *Store) UpdateIf(ctx context.Context, code, from string, ch links.Change
 	return s.update(ctx, bson.D{{Key: "short_code", Value: code}, live(), {Key: "status", Value: from}}, ch)
 }
 
-// DisableOwner disables every live enabled link of ownerID and returns their codes. The
-// codes are read first so that every cache can be told; a link created between the read and
-// the update is disabled too but not named, and its caches hold nothing older than its
-// creation's invalidation.
+// DisableOwner disables every live enabled link of ownerID, one conditional write each,
+// and returns their codes so that every cache can be told.
 func (s *Store) DisableOwner(ctx context.Context, ownerID string, reason *string) ([]string, error) {
 	filter := bson.D{{Key: "owner_id", Value: ownerID}, live(), {Key: "status", Value: link.StatusActive}}
-	cur, err := s.links.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "short_code", Value: 1}}))
+	ids, err := s.ids(ctx, filter)
 	if err != nil {
 		return nil, fmt.Errorf("find owner's links: %w", err)
 	}
-	var docs []struct {
-		Code string `bson:"short_code"`
-	}
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, fmt.Errorf("read owner's links: %w", err)
-	}
-	set := bson.D{{Key: "status", Value: link.StatusDisabled}}
-	if reason != nil {
-		set = append(set, bson.E{Key: "disabled_reason", Value: *reason})
-	}
-	if _, err := s.links.UpdateMany(ctx, filter, bson.D{{Key: "$set", Value: set}}); err != nil {
-		return nil, fmt.Errorf("disable owner's links: %w", err)
-	}
-	codes := make([]string, len(docs))
-	for i, d := range docs {
-		codes[i] = d.Code
+	var codes []string
+	for _, id := range ids {
+		l, ok, err := s.apply(ctx, append(bson.D{{Key: "_id", Value: id}}, filter...), func(l *links.Link) {
+			l.Status, l.DisabledReason = link.StatusDisabled, reason
+		})
+		if err != nil {
+			return codes, fmt.Errorf("disable owner's link: %w", err)
+		}
+		if ok {
+			codes = append(codes, l.ShortCode)
+		}
 	}
 	return codes, nil
 }
 
-// MarkPurge marks the link with id for permanent deletion unless a mark is there already,
-// and returns the mark that holds; links.ErrNotFound when the link is gone.
+// MarkPurge marks the link with id for permanent deletion (and soft-deletes it, so every
+// owner view drops it at once) unless a mark is there already, and returns the mark that
+// holds; links.ErrNotFound when the link is gone.
 func (s *Store) MarkPurge(ctx context.Context, id string, m links.PurgeMark) (links.PurgeMark, error) {
-	mark := purgeDoc{By: m.By, Role: m.Role, IPHash: m.IPHash, UserAgent: m.UserAgent, At: m.At.UTC()}
-	_, err := s.links.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, notPurged()}, bson.D{{Key: "$set", Value: bson.D{{Key: "purge", Value: mark}}}})
+	_, _, err := s.apply(ctx, bson.D{{Key: "_id", Value: id}, notPurged()}, func(l *links.Link) {
+		mark := m
+		mark.At = m.At.UTC()
+		l.Purge = &mark
+		if l.DeletedAt == nil {
+			l.DeletedAt = &mark.At
+		}
+	})
 	if err != nil {
 		return links.PurgeMark{}, fmt.Errorf("mark link for deletion: %w", err)
 	}
@@ -70,11 +70,6 @@ func (s *Store) MarkPurge(ctx context.Context, id string, m links.PurgeMark) (li
 	}
 	if d.Purge == nil {
 		return links.PurgeMark{}, fmt.Errorf("mark link for deletion: mark of %s not stored", id)
-	}
-	// A link being deleted is soft-deleted too, so every owner view drops it at once.
-	if _, err := s.links.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, live()},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "deleted_at", Value: d.Purge.At}}}}); err != nil {
-		return links.PurgeMark{}, fmt.Errorf("mark link for deletion: %w", err)
 	}
 	return *fromPurgeDoc(d.Purge), nil
 }
@@ -103,32 +98,4 @@ func (s *Store) DeleteByID(ctx context.Context, id string) error {
 		return fmt.Errorf("delete link: %w", err)
 	}
 	return nil
-}
-
-// CountStates counts the stored links by state as of now, links being purged left out: one
-// count per state, each a filter the list uses too.
-func (s *Store) CountStates(ctx context.Context, now time.Time) (link.LinkCounts, error) {
-	var out link.LinkCounts
-	for _, c := range []struct {
-		into *int64
-		q    links.ListQuery
-		del  bool
-	}{
-		{&out.Active, links.ListQuery{AnyOwner: true, State: links.StateActive, Now: now}, false},
-		{&out.Expired, links.ListQuery{AnyOwner: true, State: links.StateExpired, Now: now}, false},
-		{&out.Disabled, links.ListQuery{AnyOwner: true, State: links.StateDisabled, Now: now}, false},
-		{&out.Deleted, links.ListQuery{}, true},
-	} {
-		filter := listFilter(c.q)
-		if c.del {
-			filter = bson.D{{Key: "deleted_at", Value: bson.D{{Key: "$exists", Value: true}}}, notPurged()}
-		}
-		n, err := s.links.CountDocuments(ctx, filter)
-		if err != nil {
-			return link.LinkCounts{}, fmt.Errorf("count links: %w", err)
-		}
-		*c.into = n
-	}
-	out.Total = out.Active + out.Expired + out.Disabled + out.Deleted
-	return out, nil
 }

@@ -30,6 +30,9 @@ type doc struct {
 	AutoRenew      int        `bson:"auto_renew"`
 	DisabledReason *string    `bson:"disabled_reason,omitempty"`
 	Purge          *purgeDoc  `bson:"purge,omitempty"`
+	// Rev counts the writes of the link; every write is conditional on it, and the change it
+	// makes is recorded under it (see apply). Links stored before it existed read 0.
+	Rev int64 `bson:"rev"`
 }
 
 // purgeDoc marks a link being deleted for good, with who asked.
@@ -42,7 +45,13 @@ type purgeDoc struct {
 }
 
 // Store is the MongoDB link store.
-type Store struct{ links *mongo.Collection }
+type Store struct {
+	links *mongo.Collection
+	// changes records each write of a link with the classes it moves the link between,
+	// counts holds what the counters' folder made of them.
+	changes, counts *mongo.Collection
+	now             func() time.Time
+}
 
 // New returns a store over db after making sure its indexes exist.
 func New(ctx context.Context, db *mongo.Database) (*Store, error) {
@@ -68,12 +77,25 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{links: db.Collection(collection)}, nil
+	return &Store{links: db.Collection(collection), changes: db.Collection(changesCollection),
+		counts: db.Collection(countsCollection), now: time.Now}, nil
 }
 
-// Insert stores l; links.ErrCodeTaken when its code exists.
+// Insert stores l; links.ErrCodeTaken when its code exists. Its change into the counters
+// is recorded first, and withdrawn when the insert fails.
 func (s *Store) Insert(ctx context.Context, l links.Link) error {
-	_, err := s.links.InsertOne(ctx, toDoc(l))
+	c := s.changeOf(l.ID, 1, links.ClassNone, l.Class())
+	if _, err := s.changes.InsertOne(ctx, c); err != nil {
+		return fmt.Errorf("record link change: %w", err)
+	}
+	d := toDoc(l)
+	d.Rev = 1
+	_, err := s.links.InsertOne(ctx, d)
+	if err != nil {
+		s.withdraw(ctx, c.ID)
+	} else {
+		s.markDone(ctx, c.ID)
+	}
 	if mongo.IsDuplicateKeyError(err) {
 		return links.ErrCodeTaken
 	}
@@ -83,15 +105,26 @@ func (s *Store) Insert(ctx context.Context, l links.Link) error {
 	return nil
 }
 
-// InsertMany stores links in one round trip per batch, for bulk loads; a taken code fails
-// the call.
+// InsertMany stores links in one round trip per batch, with their changes into the
+// counters, for bulk loads; a taken code fails the call.
 func (s *Store) InsertMany(ctx context.Context, ls []links.Link) error {
-	docs := make([]any, len(ls))
+	load := bson.NewObjectID().Hex()
+	docs, changes := make([]any, len(ls)), make([]any, len(ls))
 	for i, l := range ls {
-		docs[i] = toDoc(l)
+		d := toDoc(l)
+		d.Rev = 1
+		c := s.changeOf(l.ID, 1, links.ClassNone, l.Class())
+		c.Load = load
+		docs[i], changes[i] = d, c
+	}
+	if _, err := s.changes.InsertMany(ctx, changes); err != nil {
+		return fmt.Errorf("record link changes: %w", err)
 	}
 	if _, err := s.links.InsertMany(ctx, docs); err != nil {
 		return fmt.Errorf("insert links: %w", err)
+	}
+	if _, err := s.changes.UpdateMany(ctx, bson.D{{Key: "load", Value: load}}, bson.D{{Key: "$set", Value: bson.D{{Key: "done", Value: true}}}}); err != nil {
+		return fmt.Errorf("mark link changes: %w", err)
 	}
 	return nil
 }
@@ -118,53 +151,60 @@ func (s *Store) Update(ctx context.Context, code string, ch links.Change) error 
 	return err
 }
 
-// UpdateLive applies ch to the live link with code owned by ownerID, in one conditional
-// update: a link soft-deleted or handed to nobody else meanwhile is not touched.
+// UpdateLive applies ch to the live link with code owned by ownerID: a link soft-deleted or
+// handed to nobody else meanwhile is not touched.
 func (s *Store) UpdateLive(ctx context.Context, code, ownerID string, ch links.Change) (bool, error) {
 	return s.update(ctx, bson.D{{Key: "short_code", Value: code}, {Key: "owner_id", Value: ownerID}, live()}, ch)
 }
 
 func (s *Store) update(ctx context.Context, filter bson.D, ch links.Change) (bool, error) {
-	set := bson.D{}
-	if ch.Status != nil {
-		set = append(set, bson.E{Key: "status", Value: *ch.Status})
-	}
-	if ch.ExpiresAt != nil {
-		set = append(set, bson.E{Key: "expires_at", Value: ch.ExpiresAt.UTC()})
-	}
-	if ch.AutoRenew != nil {
-		set = append(set, bson.E{Key: "auto_renew", Value: autoRenew(*ch.AutoRenew)})
-	}
-	if ch.DeletedAt != nil {
-		set = append(set, bson.E{Key: "deleted_at", Value: ch.DeletedAt.UTC()})
-	}
-	if ch.DisabledReason != nil {
-		set = append(set, bson.E{Key: "disabled_reason", Value: *ch.DisabledReason})
-	}
-	if len(set) == 0 {
+	if ch == (links.Change{}) {
 		return false, errors.New("update link: nothing to change")
 	}
-	upd := bson.D{{Key: "$set", Value: set}}
-	if ch.ClearDisabledReason {
-		upd = append(upd, bson.E{Key: "$unset", Value: bson.D{{Key: "disabled_reason", Value: ""}}})
-	}
-	res, err := s.links.UpdateOne(ctx, filter, upd)
-	if err != nil {
-		return false, fmt.Errorf("update link: %w", err)
-	}
-	return res.MatchedCount == 1, nil
+	_, ok, err := s.apply(ctx, filter, func(l *links.Link) { ch.Apply(l) })
+	return ok, err
 }
 
 // ExtendAutoRenewing pushes the expiry of every live auto-renewing link that would expire
-// within margin of now to now + extension, in one update of many documents; each is a plain
-// $set of one field, so it cannot lose a concurrent change of another field.
+// within margin of now to now + extension, one conditional write each.
 func (s *Store) ExtendAutoRenewing(ctx context.Context, now time.Time, margin, extension time.Duration) (int64, error) {
 	filter := bson.D{{Key: "auto_renew", Value: 1}, live(), {Key: "expires_at", Value: bson.D{{Key: "$lt", Value: now.Add(margin)}}}}
-	res, err := s.links.UpdateMany(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "expires_at", Value: now.Add(extension).UTC()}}}})
+	ids, err := s.ids(ctx, filter)
 	if err != nil {
-		return 0, fmt.Errorf("extend auto-renewing links: %w", err)
+		return 0, fmt.Errorf("find auto-renewing links: %w", err)
 	}
-	return res.ModifiedCount, nil
+	var n int64
+	for _, id := range ids {
+		_, ok, err := s.apply(ctx, append(bson.D{{Key: "_id", Value: id}}, filter...), func(l *links.Link) {
+			l.ExpiresAt = now.Add(extension).UTC().Truncate(time.Millisecond)
+		})
+		if err != nil {
+			return n, fmt.Errorf("extend auto-renewing link: %w", err)
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// ids returns the ids of the links filter matches.
+func (s *Store) ids(ctx context.Context, filter bson.D) ([]string, error) {
+	cur, err := s.links.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, err
+	}
+	var docs []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		out[i] = d.ID
+	}
+	return out, nil
 }
 
 // live matches links that are not soft-deleted.

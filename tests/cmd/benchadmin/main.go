@@ -52,12 +52,18 @@ func run(ctx context.Context, binDir string, small, large, samples int) error {
 		return err
 	}
 	paths := []string{"/api/admin/overview", "/api/admin/links", "/api/admin/links?q=load/1234"}
+	// A list that fails (the store too slow for the link service's deadline) is reported
+	// with its error; only the overview decides the exit status.
+	failures := map[string]error{}
 	measure := func(n int) (map[string][2]time.Duration, error) {
 		out := map[string][2]time.Duration{}
-		for _, p := range paths {
+		for i, p := range paths {
 			p50, p99, err := stack.TimeGET(ctx, base, p, root.Session, 5, samples, nil)
-			if err != nil {
+			if err != nil && i == 0 {
 				return nil, err
+			}
+			if err != nil {
+				failures[fmt.Sprintf("%s @%d", p, n)] = err
 			}
 			out[p] = [2]time.Duration{p50, p99}
 			fmt.Fprintf(os.Stderr, "%d links: %s done\n", n, p)
@@ -101,6 +107,9 @@ func run(ctx context.Context, binDir string, small, large, samples int) error {
 		if p == paths[0] && growth > maxGrowth {
 			failed = fmt.Errorf("the overview's p50 grew %.1fx with the links stored (target ≤ %.1fx)", growth, maxGrowth)
 		}
+	}
+	for what, err := range failures {
+		fmt.Printf("%s failed: %v\n", what, err)
 	}
 	return failed
 }

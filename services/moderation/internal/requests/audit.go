@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
@@ -83,30 +86,30 @@ func (s *Service) AuditLog(ctx context.Context, caller identity.Caller, get func
 }
 
 // Overview counts users, links, clicks and pending work for a moderator. Each owner counts
-// its own: users by status (auth), links by state (link), clicks from the fold's totals
-// (analytics), and the two queues here.
+// its own, all asked at once: users by status (auth), links by state (link, from its
+// counters), clicks from the fold's totals (analytics), and the two queues here.
 func (s *Service) Overview(ctx context.Context, caller identity.Caller) (moderation.Overview, error) {
 	var out moderation.Overview
 	if !caller.AtLeastModerator() {
 		return out, errs.Forbidden("moderator role required")
 	}
-	users, err := s.users.UserCounts(ctx)
-	if err != nil {
-		return out, peerError("auth", err)
-	}
-	links, err := s.links.Counts(ctx)
-	if err != nil {
-		return out, peerError("link", err)
-	}
-	clicks, err := s.clicks.Totals(ctx)
-	if err != nil {
-		return out, peerError("analytics", err)
-	}
-	if out.Reports.Pending, err = s.store.CountPending(ctx, QueueReports); err != nil {
-		return out, err
-	}
-	if out.PermanentRequests.Pending, err = s.store.CountPending(ctx, QueuePermanent); err != nil {
-		return out, err
+	var (
+		users  auth.UserCounts
+		links  link.LinkCounts
+		clicks analytics.Totals
+		wg     sync.WaitGroup
+		failed [5]error
+	)
+	wg.Go(func() { users, failed[0] = s.users.UserCounts(ctx); failed[0] = peerError("auth", failed[0]) })
+	wg.Go(func() { links, failed[1] = s.links.Counts(ctx); failed[1] = peerError("link", failed[1]) })
+	wg.Go(func() { clicks, failed[2] = s.clicks.Totals(ctx); failed[2] = peerError("analytics", failed[2]) })
+	wg.Go(func() { out.Reports.Pending, failed[3] = s.store.CountPending(ctx, QueueReports) })
+	wg.Go(func() { out.PermanentRequests.Pending, failed[4] = s.store.CountPending(ctx, QueuePermanent) })
+	wg.Wait()
+	for _, err := range failed {
+		if err != nil {
+			return moderation.Overview{}, err
+		}
 	}
 	out.Users.Total, out.Users.Active, out.Users.Suspended, out.Users.Banned = users.Total, users.Active, users.Suspended, users.Banned
 	out.Links.Total, out.Links.Active, out.Links.Expired, out.Links.Disabled, out.Links.Deleted = links.Total, links.Active, links.Expired, links.Disabled, links.Deleted
@@ -116,6 +119,9 @@ func (s *Service) Overview(ctx context.Context, caller identity.Caller) (moderat
 
 // peerError keeps a peer's own answer and calls anything else an outage of it.
 func peerError(name string, err error) error {
+	if err == nil {
+		return nil
+	}
 	if _, ok := errs.As(err); ok {
 		return err
 	}

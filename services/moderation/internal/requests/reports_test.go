@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
@@ -47,7 +49,7 @@ func (s *fakeStore) DeleteReports(_ context.Context, linkID string) error {
 	return nil
 }
 
-func (s *fakeStore) CountPending(context.Context, Queue) (int64, error) { return 0, nil }
+func (s *fakeStore) CountPending(_ context.Context, q Queue) (int64, error) { return s.pending[q], nil }
 
 func (l *fakeLinks) Resolve(_ context.Context, code string) (link.Resolved, error) {
 	if _, ok := l.owned[code]; !ok {
@@ -64,7 +66,9 @@ func (l *fakeLinks) Disable(_ context.Context, code string, _ link.DisableReques
 	return link.Link{ShortCode: code, Status: link.StatusDisabled}, nil
 }
 
-func (l *fakeLinks) Counts(context.Context) (link.LinkCounts, error) { return link.LinkCounts{}, nil }
+func (l *fakeLinks) Counts(context.Context) (link.LinkCounts, error) {
+	return link.LinkCounts{Total: 7, Active: 3, Expired: 1, Disabled: 2, Deleted: 1}, nil
+}
 
 // fakeQuota grants limit units per key; released units free room again.
 type fakeQuota struct {
@@ -182,4 +186,33 @@ func TestRecordAudit(t *testing.T) {
 	}
 	_, err := s.AuditLog(ctx, mod, func(string) string { return "" })
 	wantErr(t, err, errs.KindForbidden, "super admin role required")
+}
+
+type fakeUsers struct{ err error }
+
+func (f fakeUsers) UserCounts(context.Context) (auth.UserCounts, error) {
+	return auth.UserCounts{Total: 4, Active: 2, Suspended: 1, Banned: 1}, f.err
+}
+
+type fakeClicks struct{}
+
+func (fakeClicks) Totals(context.Context) (analytics.Totals, error) {
+	return analytics.Totals{Total: 9, Last24h: 3}, nil
+}
+
+func TestOverview(t *testing.T) {
+	s, st, _ := newService()
+	s.users, s.clicks = fakeUsers{}, fakeClicks{}
+	st.pending = map[Queue]int64{QueueReports: 5, QueuePermanent: 6}
+	ctx := context.Background()
+	_, err := s.Overview(ctx, owner)
+	wantErr(t, err, errs.KindForbidden, "moderator role required")
+	o, err := s.Overview(ctx, mod)
+	if err != nil || o.Users.Total != 4 || o.Users.Banned != 1 || o.Clicks.Total != 9 || o.Clicks.Last24h != 3 ||
+		o.Reports.Pending != 5 || o.PermanentRequests.Pending != 6 || o.Links.Total != 7 || o.Links.Disabled != 2 {
+		t.Fatalf("overview %+v, %v", o, err)
+	}
+	s.users = fakeUsers{err: errors.New("connection refused")}
+	_, err = s.Overview(ctx, mod)
+	wantErr(t, err, errs.KindUnavailable, "auth service unavailable")
 }

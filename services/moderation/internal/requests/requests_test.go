@@ -15,6 +15,7 @@ import (
 type fakeStore struct {
 	reqs      map[string]Request
 	reports   map[string]Report
+	pending   map[Queue]int64
 	audit     map[string]AuditEntry
 	auditErr  error
 	finishErr error

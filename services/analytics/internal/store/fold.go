@@ -267,10 +267,11 @@ func (s *Store) ApplyPurges(ctx context.Context) error {
 			}
 		}
 		if err == nil && total.Clicks != 0 {
-			mark := "purged." + escapeKey(p.ID)
+			// One purge at a time (the leader's loop), so the last one applied is guard
+			// enough against a retry taking it twice, in a field that does not grow.
 			if _, err := s.global.UpdateOne(ctx,
-				bson.D{{Key: "_id", Value: globalAll}, {Key: mark, Value: bson.D{{Key: "$exists", Value: false}}}},
-				bson.D{{Key: "$inc", Value: bson.D{{Key: "clicks", Value: -total.Clicks}}}, {Key: "$set", Value: bson.D{{Key: mark, Value: 1}}}}); err != nil {
+				bson.D{{Key: "_id", Value: globalAll}, {Key: "last_purge", Value: bson.D{{Key: "$ne", Value: p.ID}}}},
+				bson.D{{Key: "$inc", Value: bson.D{{Key: "clicks", Value: -total.Clicks}}}, {Key: "$set", Value: bson.D{{Key: "last_purge", Value: p.ID}}}}); err != nil {
 				return fmt.Errorf("take purged total from the global total: %w", err)
 			}
 		}

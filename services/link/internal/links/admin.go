@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -51,6 +53,11 @@ func parseList(get func(string) string, now time.Time) (ListQuery, paging.Page, 
 	q.Contains = get("q")
 	if utf8.RuneCountInString(q.Contains) > MaxQueryLength || !utf8.ValidString(q.Contains) {
 		return ListQuery{}, page, errs.Invalid("q must be valid text of at most %d characters", MaxQueryLength)
+	}
+	// The database refuses a pattern holding NUL; no code or destination holds a control
+	// character anyway.
+	if strings.ContainsFunc(q.Contains, unicode.IsControl) {
+		return ListQuery{}, page, errs.Invalid("q must not contain control characters")
 	}
 	return q, page, nil
 }
@@ -167,7 +174,12 @@ func (s *Service) switchStatus(ctx context.Context, code, from, to, action strin
 	}
 	s.cache.Invalidate(ctx, code)
 	l.Status = to
-	return s.view(l), nil
+	v := []link.Link{s.view(l)}
+	// The action stands; an analytics outage only leaves its answer's click_count at 0.
+	if _, err := s.countClicks(ctx, "", v); err != nil {
+		s.log.WarnContext(ctx, "count clicks of a changed link", "short_code", code, "err", err)
+	}
+	return v[0], nil
 }
 
 // DisableOwner disables every live enabled link of ownerID (a ban's deactivate_links) and

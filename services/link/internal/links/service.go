@@ -129,6 +129,8 @@ func (s *Service) insert(ctx context.Context, l Link, custom *string) (Link, err
 	}
 	for range generatedCodeAttempts {
 		var err error
+		// A fresh id each attempt: the change a failed attempt recorded stays its own.
+		l.ID = bson.NewObjectID().Hex()
 		if l.ShortCode, err = s.newCode(); err != nil {
 			return Link{}, fmt.Errorf("generate code: %w", err)
 		}

@@ -121,7 +121,8 @@ func (s *Store) apply(ctx context.Context, filter bson.D, change func(*links.Lin
 		next.Rev = d.Rev + 1
 		res, err := s.links.ReplaceOne(ctx, bson.D{{Key: "_id", Value: d.ID}, revIs(d.Rev)}, next)
 		if err != nil {
-			s.withdraw(ctx, c.ID)
+			// The write may have happened (a deadline, a lost answer): the change stays
+			// undone, and the folder settles it from the link's revision.
 			return links.Link{}, false, fmt.Errorf("update link: %w", err)
 		}
 		if res.MatchedCount == 1 {

@@ -91,14 +91,15 @@ func (s *Store) Insert(ctx context.Context, l links.Link) error {
 	d := toDoc(l)
 	d.Rev = 1
 	_, err := s.links.InsertOne(ctx, d)
-	if err != nil {
-		s.withdraw(ctx, c.ID)
-	} else {
+	if err == nil {
 		s.markDone(ctx, c.ID)
 	}
 	if mongo.IsDuplicateKeyError(err) {
+		s.withdraw(ctx, c.ID)
 		return links.ErrCodeTaken
 	}
+	// Any other failure may have stored the link all the same: the change stays undone and
+	// the folder settles it from whether the link exists.
 	if err != nil {
 		return fmt.Errorf("insert link: %w", err)
 	}

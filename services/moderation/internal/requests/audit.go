@@ -17,8 +17,9 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/paging"
 )
 
-// MaxAuditDetail bounds the encoded detail of one audit entry, in bytes.
-const MaxAuditDetail = 8 << 10
+// MaxAuditDetail bounds the encoded detail of one audit entry, in bytes: room for a reason
+// of 2,000 characters even when every one is escaped to six bytes.
+const MaxAuditDetail = 32 << 10
 
 // auditActions are the actions other services record; the moderation service writes its
 // own (reports, permanent requests) directly.

@@ -111,7 +111,8 @@ func statusFilter(v string, final ...string) (string, error) {
 //  2. resolve with disable_link only: the link service disables the link (it writes that
 //     action's own audit entry; a link deleted meanwhile has nothing left to disable);
 //  3. write the resolution's audit entry, keyed by the report;
-//  4. mark the report resolved or dismissed (conditional on the claim).
+//  4. mark the report resolved or dismissed (only the holder gets here). A disable done by a
+//     dead resolver stays, with its own audit entry.
 //
 // A crash between steps leaves the report pending and claimed, and resolving it again with
 // the same action finishes it.
@@ -141,18 +142,17 @@ func (s *Service) ResolveReport(ctx context.Context, caller identity.Caller, id 
 	if err != nil {
 		return moderation.Report{}, err
 	}
-	if err := s.claim(ctx, caller, QueueReports, r.ID, r.Status, req.Action); err != nil {
+	if _, err := s.claim(ctx, caller, QueueReports, r.ID, r.Status, req.Action); err != nil {
 		return moderation.Report{}, err
 	}
 	if disable {
-		reason := "report " + r.ID + ": " + r.Reason
-		if _, err := s.links.Disable(ctx, r.ShortCode, link.DisableRequest{Reason: &reason}); err != nil && !errs.IsKind(err, errs.KindNotFound) {
+		if err := s.disableReported(ctx, r); err != nil {
 			return moderation.Report{}, err
 		}
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
 	action := map[string]string{moderation.ActionResolve: moderation.AuditReportResolve, moderation.ActionDismiss: moderation.AuditReportDismiss}[req.Action]
-	entry := AuditEntry{ID: "report:" + r.ID, ActorID: caller.UserID, Action: action, TargetType: moderation.TargetReport,
+	entry := AuditEntry{ID: "report:" + r.ID + ":" + req.Action, ActorID: caller.UserID, Action: action, TargetType: moderation.TargetReport,
 		TargetID: r.ID, Detail: map[string]any{"short_code": r.ShortCode, "note": note, "disable_link": disable},
 		IPHash: caller.IPHash, UserAgent: caller.UserAgent, CreatedAt: now}
 	if err := s.store.InsertAudit(ctx, entry); err != nil {
@@ -167,6 +167,23 @@ func (s *Service) ResolveReport(ctx context.Context, caller identity.Caller, id 
 	}
 	r.Status, r.ResolvedAt, r.ResolvedBy, r.ResolutionNote = final, &now, caller.UserID, note
 	return reportView(r), nil
+}
+
+// disableReported disables the link r reports, unless it is gone: a code may have been
+// deleted for good and taken again since, and another owner's link is not the one reported.
+func (s *Service) disableReported(ctx context.Context, r Report) error {
+	l, err := s.links.Resolve(ctx, r.ShortCode)
+	if errs.IsKind(err, errs.KindNotFound) || (err == nil && l.ID != r.LinkID) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	reason := "report " + r.ID + ": " + r.Reason
+	if _, err := s.links.Disable(ctx, r.ShortCode, link.DisableRequest{Reason: &reason}); err != nil && !errs.IsKind(err, errs.KindNotFound) {
+		return err
+	}
+	return nil
 }
 
 // DeleteReports deletes every report of linkID, a step of its permanent deletion.

@@ -159,7 +159,7 @@ func TestResolveReport(t *testing.T) {
 	if l.disabled["mine"] != 2 || len(st.audit) != 1 {
 		t.Fatalf("link disabled %d times (idempotent), %d audit entries", l.disabled["mine"], len(st.audit))
 	}
-	if e := st.audit["report:p1"]; e.Action != moderation.AuditReportResolve || e.ActorID != "m1" || e.IPHash != "ip-m1" || e.Detail["disable_link"] != true {
+	if e := st.audit["report:p1:resolve"]; e.Action != moderation.AuditReportResolve || e.ActorID != "m1" || e.IPHash != "ip-m1" || e.Detail["disable_link"] != true {
 		t.Fatalf("audit entry %+v", e)
 	}
 	_, err = s.ResolveReport(ctx, mod, "p1", moderation.ReportResolveRequest{Action: "resolve"})
@@ -177,7 +177,7 @@ func TestRecordAudit(t *testing.T) {
 	wantErr(t, s.Record(ctx, mod, bad), errs.KindInvalid, "action is not an audited action")
 	bad = rec
 	bad.Detail = map[string]any{"x": strings.Repeat("x", MaxAuditDetail)}
-	wantErr(t, s.Record(ctx, mod, bad), errs.KindInvalid, "detail must be an object of at most 8192 bytes")
+	wantErr(t, s.Record(ctx, mod, bad), errs.KindInvalid, "detail must be an object of at most 32768 bytes")
 	if err := s.Record(ctx, mod, rec); err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,9 @@ type Store interface {
 	InsertRequest(ctx context.Context, r Request) error
 	Request(ctx context.Context, id string) (Request, error)
 	Requests(ctx context.Context, status string, skip, limit int64) ([]Request, int64, error)
-	Claim(ctx context.Context, q Queue, id, action, by string, now, staleBefore time.Time) (bool, error)
+	// Claim holds an entry for action; it returns the action of a dead resolver's hold it
+	// took over, whose side effects the new resolution must undo.
+	Claim(ctx context.Context, q Queue, id, action, by string, now, staleBefore time.Time) (bool, string, error)
 	Finish(ctx context.Context, q Queue, id, action, status, by, note string, at time.Time) (bool, error)
 	InsertAudit(ctx context.Context, e AuditEntry) error
 	Audit(ctx context.Context, actorID, action string, skip, limit int64) ([]AuditEntry, int64, error)

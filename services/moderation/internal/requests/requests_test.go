@@ -43,23 +43,23 @@ func (s *fakeStore) Requests(context.Context, string, int64, int64) ([]Request, 
 	return nil, 0, nil
 }
 
-func (s *fakeStore) Claim(_ context.Context, q Queue, id, action, _ string, _, _ time.Time) (bool, error) {
+func (s *fakeStore) Claim(_ context.Context, q Queue, id, action, _ string, _, _ time.Time) (bool, string, error) {
 	if q == QueueReports {
 		r := s.reports[id]
 		if r.Status != StatusPending || (r.ClaimAction != "" && r.ClaimAction != action) {
-			return false, nil
+			return false, "", nil
 		}
 		r.ClaimAction = action
 		s.reports[id] = r
-		return true, nil
+		return true, "", nil
 	}
 	r := s.reqs[id]
 	if r.Status != StatusPending || (r.ClaimAction != "" && r.ClaimAction != action) {
-		return false, nil
+		return false, "", nil
 	}
 	r.ClaimAction = action
 	s.reqs[id] = r
-	return true, nil
+	return true, "", nil
 }
 
 func (s *fakeStore) Finish(_ context.Context, q Queue, id, action, status, by, note string, at time.Time) (bool, error) {
@@ -187,7 +187,7 @@ func TestResolve(t *testing.T) {
 	if err != nil || got.Status != StatusApproved || got.ResolvedBy != "m1" || got.ResolutionNote != "ok" || !l.autoRenew["mine"] {
 		t.Fatalf("approve: %+v %v (auto_renew %v)", got, err, l.autoRenew["mine"])
 	}
-	e := st.audit["permanent_request:"+r.ID]
+	e := st.audit["permanent_request:"+r.ID+":approve"]
 	if e.ActorID != "m1" || e.Action != "permanent_request.approve" || e.TargetType != "permanent_request" || e.TargetID != r.ID ||
 		e.IPHash != "ip-m1" || e.UserAgent != "ua" || e.Detail["short_code"] != "mine" {
 		t.Fatalf("audit entry %+v", e)

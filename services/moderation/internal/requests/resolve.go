@@ -13,11 +13,11 @@ import (
 // Resolve approves or rejects request id, as idempotent steps that heal on retry, without
 // transactions:
 //
-//  1. claim the pending request for the action (a conditional update; another action is
-//     refused while the claim is fresh);
+//  1. claim the pending request for the action (a unique hold; another action is refused
+//     while the hold is fresh, and undoes the approval of a dead resolver it takes over);
 //  2. approve only: the link service sets the link's auto_renew (idempotent);
 //  3. write the audit entry, keyed by the request, so a repeat writes nothing new;
-//  4. mark the request resolved (conditional on the claim).
+//  4. mark the request resolved (only the holder gets here).
 //
 // A crash between steps leaves the request pending and claimed; resolving it again with the
 // same action finishes the remaining steps, so no request ends approved with a link that does
@@ -44,16 +44,19 @@ func (s *Service) Resolve(ctx context.Context, caller identity.Caller, id string
 	if err != nil {
 		return moderation.PermanentRequest{}, err
 	}
-	if err := s.claim(ctx, caller, QueuePermanent, r.ID, r.Status, req.Action); err != nil {
+	took, err := s.claim(ctx, caller, QueuePermanent, r.ID, r.Status, req.Action)
+	if err != nil {
 		return moderation.PermanentRequest{}, err
 	}
-	if req.Action == moderation.ActionApprove {
-		if _, err := s.links.SetAutoRenew(ctx, r.ShortCode, true); err != nil {
+	// An approval sets the link's auto_renew; a rejection taking over from an approval that
+	// died half way takes it off again.
+	if req.Action == moderation.ActionApprove || took == moderation.ActionApprove {
+		if _, err := s.links.SetAutoRenew(ctx, r.ShortCode, req.Action == moderation.ActionApprove); err != nil {
 			return moderation.PermanentRequest{}, err
 		}
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	entry := AuditEntry{ID: "permanent_request:" + r.ID, ActorID: caller.UserID, Action: "permanent_request." + req.Action,
+	entry := AuditEntry{ID: "permanent_request:" + r.ID + ":" + req.Action, ActorID: caller.UserID, Action: "permanent_request." + req.Action,
 		TargetType: "permanent_request", TargetID: r.ID, Detail: map[string]any{"short_code": r.ShortCode, "note": note},
 		IPHash: caller.IPHash, UserAgent: caller.UserAgent, CreatedAt: now}
 	if err := s.store.InsertAudit(ctx, entry); err != nil {
@@ -76,24 +79,25 @@ func (s *Service) Resolve(ctx context.Context, caller identity.Caller, id string
 }
 
 // claim takes entry id of queue q, whose status was read as status, for action, or says
-// why not: 409 resolved, 409 being resolved the other way.
-func (s *Service) claim(ctx context.Context, caller identity.Caller, q Queue, id, status, action string) error {
+// why not: 409 resolved, 409 being resolved the other way. It returns the action of a dead
+// resolver's hold it took over.
+func (s *Service) claim(ctx context.Context, caller identity.Caller, q Queue, id, status, action string) (string, error) {
 	resolved := errs.E(errs.KindConflict, "%s already resolved", q)
 	if status != StatusPending {
-		return resolved
+		return "", resolved
 	}
 	now := s.now().UTC()
-	ok, err := s.store.Claim(ctx, q, id, action, caller.UserID, now, now.Add(-claimLease))
+	ok, took, err := s.store.Claim(ctx, q, id, action, caller.UserID, now, now.Add(-claimLease))
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !ok {
 		if again, err := s.statusOf(ctx, q, id); err == nil && again != StatusPending {
-			return resolved
+			return "", resolved
 		}
-		return errs.E(errs.KindConflict, "%s is being resolved", q)
+		return "", errs.E(errs.KindConflict, "%s is being resolved", q)
 	}
-	return nil
+	return took, nil
 }
 
 // statusOf reads the status of entry id of queue q.

@@ -24,17 +24,12 @@ type reportDoc struct {
 	ResolvedAt     *time.Time `bson:"resolved_at,omitempty"`
 	ResolvedBy     string     `bson:"resolved_by,omitempty"`
 	ResolutionNote string     `bson:"resolution_note,omitempty"`
-	Claim          *claimDoc  `bson:"claim,omitempty"`
 }
 
 func fromReportDoc(d reportDoc) requests.Report {
-	r := requests.Report{ID: d.ID, LinkID: d.LinkID, ShortCode: d.ShortCode, Reason: d.Reason, Details: d.Details,
+	return requests.Report{ID: d.ID, LinkID: d.LinkID, ShortCode: d.ShortCode, Reason: d.Reason, Details: d.Details,
 		Status: d.Status, CreatedAt: d.CreatedAt.UTC(), ResolvedAt: d.ResolvedAt, ResolvedBy: d.ResolvedBy,
 		ResolutionNote: d.ResolutionNote}
-	if d.Claim != nil {
-		r.ClaimAction = d.Claim.Action
-	}
-	return r
 }
 
 // InsertReport stores a pending report.

@@ -31,11 +31,11 @@ func TestReportsAndAudit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ok, err := s.Claim(ctx, requests.QueueReports, "p0", "dismiss", "m1", now, now.Add(-time.Minute))
+	ok, _, err := s.Claim(ctx, requests.QueueReports, "p0", "dismiss", "m1", now, now.Add(-time.Minute))
 	if err != nil || !ok {
 		t.Fatalf("claim %v %v", ok, err)
 	}
-	if ok, _ := s.Claim(ctx, requests.QueueReports, "p0", "resolve", "m2", now, now.Add(-time.Minute)); ok {
+	if ok, _, _ := s.Claim(ctx, requests.QueueReports, "p0", "resolve", "m2", now, now.Add(-time.Minute)); ok {
 		t.Fatal("a fresh claim for another action was taken over")
 	}
 	if ok, err := s.Finish(ctx, requests.QueueReports, "p0", "dismiss", requests.StatusDismissed, "m1", "dup", now); !ok || err != nil {

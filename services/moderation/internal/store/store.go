@@ -20,11 +20,12 @@ const (
 	requestsCollection = "permanent_requests"
 	reportsCollection  = "abuse_reports"
 	auditCollection    = "audit_log"
+	claimsCollection   = "resolution_claims"
 )
 
 // Store is the moderation service's database.
 type Store struct {
-	requests, reports, audit *mongo.Collection
+	requests, reports, audit, claims *mongo.Collection
 }
 
 // New returns a store over db after making sure its indexes exist. The unique
@@ -62,7 +63,7 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 		return nil, err
 	}
 	return &Store{requests: db.Collection(requestsCollection), reports: db.Collection(reportsCollection),
-		audit: db.Collection(auditCollection)}, nil
+		audit: db.Collection(auditCollection), claims: db.Collection(claimsCollection)}, nil
 }
 
 // queue is the collection of q.
@@ -71,12 +72,6 @@ func (s *Store) queue(q requests.Queue) *mongo.Collection {
 		return s.reports
 	}
 	return s.requests
-}
-
-type claimDoc struct {
-	Action string    `bson:"action"`
-	By     string    `bson:"by"`
-	At     time.Time `bson:"at"`
 }
 
 type requestDoc struct {
@@ -90,16 +85,11 @@ type requestDoc struct {
 	ResolvedAt     *time.Time `bson:"resolved_at,omitempty"`
 	ResolvedBy     string     `bson:"resolved_by,omitempty"`
 	ResolutionNote string     `bson:"resolution_note,omitempty"`
-	Claim          *claimDoc  `bson:"claim,omitempty"`
 }
 
 func fromRequestDoc(d requestDoc) requests.Request {
-	r := requests.Request{ID: d.ID, ShortCode: d.ShortCode, OwnerID: d.OwnerID, Reason: d.Reason, Status: d.Status,
+	return requests.Request{ID: d.ID, ShortCode: d.ShortCode, OwnerID: d.OwnerID, Reason: d.Reason, Status: d.Status,
 		CreatedAt: d.CreatedAt.UTC(), ResolvedAt: d.ResolvedAt, ResolvedBy: d.ResolvedBy, ResolutionNote: d.ResolutionNote}
-	if d.Claim != nil {
-		r.ClaimAction = d.Claim.Action
-	}
-	return r
 }
 
 // InsertRequest files a pending request; requests.ErrPending when its link has one.
@@ -157,33 +147,68 @@ func byStatus[T, V any](ctx context.Context, coll *mongo.Collection, what, statu
 	return out, total, nil
 }
 
-// Claim marks pending entry id of queue q as being resolved with action by, in one conditional
-// update: it succeeds when nobody claimed it, when the claim is for the same action (a retry
-// finishing what a failed attempt left), or when the claim is older than staleBefore (its
-// resolver died).
-func (s *Store) Claim(ctx context.Context, q requests.Queue, id, action, by string, now, staleBefore time.Time) (bool, error) {
-	filter := bson.D{{Key: "_id", Value: id}, {Key: "status", Value: requests.StatusPending}, {Key: "$or", Value: bson.A{
-		bson.D{{Key: "claim", Value: bson.D{{Key: "$exists", Value: false}}}},
-		bson.D{{Key: "claim.action", Value: action}},
-		bson.D{{Key: "claim.at", Value: bson.D{{Key: "$lt", Value: staleBefore}}}},
-	}}}
-	res, err := s.queue(q).UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{
-		{Key: "claim", Value: claimDoc{Action: action, By: by, At: now}}}}})
-	if err != nil {
-		return false, fmt.Errorf("claim %s: %w", q, err)
-	}
-	return res.MatchedCount == 1, nil
+// claimRec holds an entry for the resolution in progress: inserted once, its unique id is
+// what makes one resolver win (FerretDB does not re-check an update's filter when it
+// writes, so a conditional update cannot).
+type claimRec struct {
+	ID     string    `bson:"_id"`
+	Action string    `bson:"action"`
+	By     string    `bson:"by"`
+	At     time.Time `bson:"at"`
 }
 
-// Finish resolves entry id of queue q claimed for action: its final status, who, when, the note; the
-// link may then get a new pending request.
-func (s *Store) Finish(ctx context.Context, q requests.Queue, id, action, status, by, note string, at time.Time) (bool, error) {
-	filter := bson.D{{Key: "_id", Value: id}, {Key: "status", Value: requests.StatusPending}, {Key: "claim.action", Value: action}}
-	res, err := s.queue(q).UpdateOne(ctx, filter, bson.D{
-		{Key: "$set", Value: bson.D{{Key: "status", Value: status}, {Key: "resolved_at", Value: at}, {Key: "resolved_by", Value: by},
-			{Key: "resolution_note", Value: note}, {Key: "pending_for", Value: "done:" + id}}},
-		{Key: "$unset", Value: bson.D{{Key: "claim", Value: ""}}},
-	})
+// Claim takes entry id of queue q for action by: it succeeds when nobody holds it, when the
+// holder is resolving with the same action (a retry finishing what a failed attempt left), or
+// when the hold is older than staleBefore (its resolver died). It returns the action of a
+// stale hold it took over ("" otherwise).
+func (s *Store) Claim(ctx context.Context, q requests.Queue, id, action, by string, now, staleBefore time.Time) (bool, string, error) {
+	key := q.String() + ":" + id
+	for range 2 {
+		_, err := s.claims.InsertOne(ctx, claimRec{ID: key, Action: action, By: by, At: now})
+		if err == nil {
+			return true, "", nil
+		}
+		if !mongo.IsDuplicateKeyError(err) {
+			return false, "", fmt.Errorf("claim %s: %w", q, err)
+		}
+		var held claimRec
+		err = s.claims.FindOne(ctx, bson.D{{Key: "_id", Value: key}}).Decode(&held)
+		switch {
+		case errors.Is(err, mongo.ErrNoDocuments):
+			continue // released meanwhile
+		case err != nil:
+			return false, "", fmt.Errorf("read claim of %s: %w", q, err)
+		case held.Action == action:
+			return true, "", nil
+		case held.At.Before(staleBefore):
+			if _, err := s.claims.DeleteOne(ctx, bson.D{{Key: "_id", Value: key}, {Key: "at", Value: held.At}}); err != nil {
+				return false, "", fmt.Errorf("release stale claim of %s: %w", q, err)
+			}
+			if _, err := s.claims.InsertOne(ctx, claimRec{ID: key, Action: action, By: by, At: now}); err != nil {
+				if mongo.IsDuplicateKeyError(err) {
+					return false, "", nil // another resolver took it over first
+				}
+				return false, "", fmt.Errorf("claim %s: %w", q, err)
+			}
+			return true, held.Action, nil
+		default:
+			return false, "", nil
+		}
+	}
+	return false, "", nil
+}
+
+// Finish resolves entry id of queue q, which the caller holds: its final status, who, when,
+// the note. The hold stays, harmless: a resolved entry is never claimed again.
+func (s *Store) Finish(ctx context.Context, q requests.Queue, id, _, status, by, note string, at time.Time) (bool, error) {
+	filter := bson.D{{Key: "_id", Value: id}, {Key: "status", Value: requests.StatusPending}}
+	set := bson.D{{Key: "status", Value: status}, {Key: "resolved_at", Value: at}, {Key: "resolved_by", Value: by},
+		{Key: "resolution_note", Value: note}}
+	if q == requests.QueuePermanent {
+		// The link may get a new pending request.
+		set = append(set, bson.E{Key: "pending_for", Value: "done:" + id})
+	}
+	res, err := s.queue(q).UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
 	if err != nil {
 		return false, fmt.Errorf("finish %s: %w", q, err)
 	}

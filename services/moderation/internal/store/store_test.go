@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,28 +51,47 @@ func TestOnePendingRequestPerLink(t *testing.T) {
 		t.Fatalf("pending list %+v (%d), %v", list, total, err)
 	}
 
-	// Claims: one action at a time, the same action again (a retry), a stale claim taken over.
+	// Holds: one action at a time, the same action again (a retry), a stale hold taken over
+	// (saying which action it took over from), and ten concurrent resolvers: one wins.
 	later := now.Add(time.Second)
-	if ok, err := s.Claim(ctx, requests.QueuePermanent, winner, "approve", "m1", later, later.Add(-time.Minute)); err != nil || !ok {
-		t.Fatalf("first claim: %v %v", ok, err)
+	if ok, took, err := s.Claim(ctx, requests.QueuePermanent, winner, "approve", "m1", later, later.Add(-time.Minute)); err != nil || !ok || took != "" {
+		t.Fatalf("first claim: %v %q %v", ok, took, err)
 	}
-	if ok, _ := s.Claim(ctx, requests.QueuePermanent, winner, "reject", "m2", later, later.Add(-time.Minute)); ok {
+	if ok, _, _ := s.Claim(ctx, requests.QueuePermanent, winner, "reject", "m2", later, later.Add(-time.Minute)); ok {
 		t.Fatal("a fresh claim for another action was taken over")
 	}
-	if ok, _ := s.Claim(ctx, requests.QueuePermanent, winner, "approve", "m2", later, later.Add(-time.Minute)); !ok {
+	if ok, _, _ := s.Claim(ctx, requests.QueuePermanent, winner, "approve", "m2", later, later.Add(-time.Minute)); !ok {
 		t.Fatal("the same action could not resume the claim")
 	}
-	if ok, _ := s.Claim(ctx, requests.QueuePermanent, winner, "reject", "m2", later.Add(2*time.Minute), later.Add(time.Minute)); !ok {
-		t.Fatal("a stale claim was not taken over")
+	if ok, took, _ := s.Claim(ctx, requests.QueuePermanent, winner, "reject", "m2", later.Add(2*time.Minute), later.Add(time.Minute)); !ok || took != "approve" {
+		t.Fatalf("a stale claim was not taken over: %v %q", ok, took)
 	}
-	if ok, err := s.Finish(ctx, requests.QueuePermanent, winner, "approve", requests.StatusApproved, "m1", "", later); err != nil || ok {
-		t.Fatalf("finish under another action's claim: %v %v", ok, err)
+	var held atomic.Int32
+	var racers sync.WaitGroup
+	for i := range 10 {
+		action := []string{"resolve", "dismiss"}[i%2]
+		racers.Go(func() {
+			if ok, _, err := s.Claim(ctx, requests.QueueReports, "race", action, "m", later, later.Add(-time.Minute)); err == nil && ok {
+				if action == "resolve" {
+					held.Add(1)
+				} else {
+					held.Add(100)
+				}
+			}
+		})
+	}
+	racers.Wait()
+	if n := held.Load(); n != 5 && n != 500 {
+		t.Fatalf("concurrent holds of two actions: %d (want all five of one action)", n)
 	}
 	if ok, err := s.Finish(ctx, requests.QueuePermanent, winner, "reject", requests.StatusRejected, "m2", "no", later); err != nil || !ok {
 		t.Fatalf("finish: %v %v", ok, err)
 	}
+	if ok, _ := s.Finish(ctx, requests.QueuePermanent, winner, "reject", requests.StatusRejected, "m2", "no", later); ok {
+		t.Fatal("finished twice")
+	}
 	got, err := s.Request(ctx, winner)
-	if err != nil || got.Status != requests.StatusRejected || got.ResolvedBy != "m2" || got.ResolutionNote != "no" || got.ClaimAction != "" {
+	if err != nil || got.Status != requests.StatusRejected || got.ResolvedBy != "m2" || got.ResolutionNote != "no" {
 		t.Fatalf("resolved request %+v, %v", got, err)
 	}
 	// Once resolved, the link may have a new pending request.

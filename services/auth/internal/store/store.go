@@ -20,9 +20,14 @@ const (
 	LoginRecords = "login_records"
 )
 
+// accountHolds is the collection of the holds of accounts being written (see updateOne).
+const accountHolds = "account_holds"
+
 // Store is the MongoDB account store; it implements accounts.Store.
 type Store struct {
 	users, sessions, records *mongo.Collection
+	// holds serialize the writes of one account (see updateOne).
+	holds *mongo.Collection
 }
 
 // New returns a store over db after making sure its indexes exist; every replica runs it.
@@ -62,7 +67,7 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 		return nil, err
 	}
 	return &Store{users: db.Collection(Users), sessions: db.Collection(Sessions),
-		records: db.Collection(LoginRecords)}, nil
+		records: db.Collection(LoginRecords), holds: db.Collection(accountHolds)}, nil
 }
 
 func byID(id string) bson.D { return bson.D{{Key: "_id", Value: id}} }

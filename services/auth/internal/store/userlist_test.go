@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 )
 
@@ -238,4 +240,44 @@ func sameStanding(a, b accounts.Standing) bool {
 	eqT := func(x, y *time.Time) bool { return (x == nil) == (y == nil) && (x == nil || x.Equal(*y)) }
 	return a.Status == b.Status && eqS(a.BanReason, b.BanReason) && eqS(a.TimeoutReason, b.TimeoutReason) &&
 		eqT(a.TimeoutUntil, b.TimeoutUntil)
+}
+
+// Logins stamping an account while it is banned, on the real wire server: the ban stays
+// (FerretDB writes an updated document back whole, so without the account hold a stamp
+// read before the ban would write the old standing back).
+func TestStampsDoNotUndoABan(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(ctx, testenv.Mongo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for round := range 5 {
+		id := fmt.Sprintf("stamp%d", round)
+		if err := s.InsertUser(ctx, accounts.User{ID: id, Email: id + "@example.com", Role: auth.RoleUser, Status: auth.StatusActive,
+			AuthProvider: auth.ProviderEmail, QuotaLimit: 100, CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 5 {
+					if err := s.SetLastLogin(ctx, id, time.Now()); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		reason := "spam"
+		ok, err := s.SetStanding(ctx, id, accounts.Standing{Status: auth.StatusActive},
+			accounts.Standing{Status: auth.StatusBanned, BanReason: &reason}, now)
+		wg.Wait()
+		if err != nil || !ok {
+			t.Fatalf("ban: %v %v", ok, err)
+		}
+		u, err := s.UserByID(ctx, id)
+		if err != nil || u.Status != auth.StatusBanned || u.LastLoginAt == nil {
+			t.Fatalf("round %d: status %q, last login %v, %v", round, u.Status, u.LastLoginAt, err)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,8 @@ func (s *fakeStore) List(_ context.Context, q ListQuery) ([]Link, int64, error) 
 			out = append(out, l)
 		}
 	}
+	// Newest first, as the store lists.
+	slices.SortFunc(out, func(a, b Link) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return out, int64(len(out)), s.failErr
 }
 

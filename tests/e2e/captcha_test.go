@@ -36,21 +36,34 @@ func TestCaptchaRequiredWhenConfigured(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svcs.Stop()
-	post := func(body string) response {
-		resp, err := client.Post(svcs.GatewayURL+"/api/links/shorten", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return response{status: resp.StatusCode, header: resp.Header, body: b}
-	}
+	post := func(body string) response { return postTo(t, svcs.GatewayURL+"/api/links/shorten", body) }
 	post(`{"url":"https://93.184.216.34/c"}`).wantError(t, 400, "captcha verification failed")
 	// The captcha is the edge's check and comes first; the account rule is the link service's.
 	post(`{"url":"https://93.184.216.34/c","custom_code":"mine"}`).wantError(t, 400, "captcha verification failed")
 	post(`{"url":"https://93.184.216.34/c","custom_code":"mine","captcha_token":"human"}`).wantError(t, 403, "custom_code requires an account")
 	post(`{"url":"https://93.184.216.34/c","captcha_token":"robot"}`).wantError(t, 400, "captcha verification failed")
-	if r := post(`{"url":"https://93.184.216.34/c","captcha_token":"human"}`); r.status != 201 {
+	r := post(`{"url":"https://93.184.216.34/c","captcha_token":"human"}`)
+	if r.status != 201 {
 		t.Fatalf("accepted token: %d %s", r.status, r.body)
 	}
+	// Abuse reports need the captcha too, and it comes before the code is looked up.
+	code := r.object(t)["short_code"].(string)
+	report := func(body string) response { return postTo(t, svcs.GatewayURL+"/api/reports", body) }
+	report(`{"short_code":"zzzzzzz","reason":"spam"}`).wantError(t, 400, "captcha verification failed")
+	report(`{"short_code":"`+code+`","reason":"spam","captcha_token":"robot"}`).wantError(t, 400, "captcha verification failed")
+	if r := report(`{"short_code":"` + code + `","reason":"spam","captcha_token":"human"}`); r.status != 201 {
+		t.Fatalf("report with an accepted token: %d %s", r.status, r.body)
+	}
+}
+
+// postTo posts a JSON body to url.
+func postTo(t *testing.T, url, body string) response {
+	t.Helper()
+	resp, err := client.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }

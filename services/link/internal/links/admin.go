@@ -142,7 +142,8 @@ func (s *Service) Enable(ctx context.Context, caller identity.Caller, code strin
 
 // switchStatus moves the live link code from one status to the other as steps that never
 // leave an unaudited change: the conditional update, the audit entry, and, when the entry
-// cannot be written, the update undone. Every cache then drops the code.
+// cannot be written, the update undone while the link is still at the revision it wrote.
+// Every cache then drops the code.
 func (s *Service) switchStatus(ctx context.Context, code, from, to, action string, detail map[string]any, do, undo Change) (link.Link, error) {
 	l, err := s.find(ctx, code)
 	if err != nil {
@@ -152,7 +153,7 @@ func (s *Service) switchStatus(ctx context.Context, code, from, to, action strin
 		return s.view(l), nil
 	}
 	do.Status, undo.Status = &to, &from
-	changed, err := s.store.UpdateIf(ctx, code, from, do)
+	written, changed, err := s.store.UpdateIf(ctx, code, from, do)
 	if err != nil {
 		return link.Link{}, storeError(err)
 	}
@@ -165,7 +166,8 @@ func (s *Service) switchStatus(ctx context.Context, code, from, to, action strin
 	rec := moderation.AuditRecord{ID: bson.NewObjectID().Hex(), Action: action, TargetType: moderation.TargetLink, TargetID: l.ID, Detail: detail}
 	if err := s.mod.Audit(ctx, rec); err != nil {
 		ctx := context.WithoutCancel(ctx)
-		if _, uerr := s.store.UpdateIf(ctx, code, to, undo); uerr != nil {
+		// Only while nobody changed it since: a later, audited change stands.
+		if _, uerr := s.store.Undo(ctx, written.ID, written.Rev, undo); uerr != nil {
 			s.log.ErrorContext(ctx, "undo an unaudited link change", "short_code", code, "to", to, "err", uerr)
 			err = errors.Join(err, uerr)
 		}

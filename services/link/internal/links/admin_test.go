@@ -12,22 +12,27 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
-func (s *fakeStore) UpdateIf(_ context.Context, code, from string, ch Change) (bool, error) {
+func (s *fakeStore) UpdateIf(_ context.Context, code, from string, ch Change) (Link, bool, error) {
 	l, ok := s.links[code]
 	if s.failErr != nil || !ok || l.DeletedAt != nil || l.Status != from {
-		return false, s.failErr
+		return Link{}, false, s.failErr
 	}
-	if ch.Status != nil {
-		l.Status = *ch.Status
-	}
-	if ch.DisabledReason != nil {
-		l.DisabledReason = ch.DisabledReason
-	}
-	if ch.ClearDisabledReason {
-		l.DisabledReason = nil
-	}
+	ch.Apply(&l)
+	l.Rev++
 	s.links[code] = l
-	return true, nil
+	return l, true, nil
+}
+
+func (s *fakeStore) Undo(_ context.Context, id string, rev int64, ch Change) (bool, error) {
+	for code, l := range s.links {
+		if l.ID == id && l.Rev == rev {
+			ch.Apply(&l)
+			l.Rev++
+			s.links[code] = l
+			return true, nil
+		}
+	}
+	return false, s.failErr
 }
 
 func (s *fakeStore) DisableOwner(_ context.Context, ownerID string, reason *string) ([]string, error) {
@@ -94,9 +99,14 @@ type fakeModeration struct {
 	audit          map[string]moderation.AuditRecord
 	reportsDeleted []string
 	auditErr       error
+	// during runs while an audit call is in flight.
+	during func()
 }
 
 func (m *fakeModeration) Audit(_ context.Context, rec moderation.AuditRecord) error {
+	if m.during != nil {
+		m.during()
+	}
 	if m.auditErr != nil {
 		return m.auditErr
 	}
@@ -233,5 +243,40 @@ func TestPurgeHealsOnRetryAndSweep(t *testing.T) {
 	}
 	if _, ok := st.links["b"]; ok || mod.audit["link.delete:id-b"].ID == "" {
 		t.Fatalf("after the sweep: stored %v, audit %v", ok, mod.audit)
+	}
+}
+
+// The undo of a switch whose audit entry failed leaves alone a link that changed again
+// meanwhile: the later change was audited by whoever made it.
+func TestUndoLeavesALaterChange(t *testing.T) {
+	s, st, _, mod, _ := newAdminService(t)
+	ctx := context.Background()
+	mod.auditErr = errors.New("moderation slow, then down")
+	mod.during = func() {
+		l := st.links["a"]
+		l.Status, l.Rev = link.StatusActive, l.Rev+1 // enabled again by another moderator
+		l.DisabledReason = nil
+		st.links["a"] = l
+		mod.during = nil
+	}
+	if _, err := s.Disable(ctx, moderator, "a", link.DisableRequest{Reason: ptr("spam")}); !errs.IsKind(err, errs.KindUnavailable) {
+		t.Fatalf("unaudited disable: %v", err)
+	}
+	mod.auditErr = nil
+	if _, err := s.Disable(ctx, moderator, "a", link.DisableRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	mod.auditErr = errors.New("down")
+	mod.during = func() {
+		l := st.links["a"]
+		l.Rev++ // touched again by another write
+		st.links["a"] = l
+		mod.during = nil
+	}
+	if _, err := s.Enable(ctx, moderator, "a"); err == nil {
+		t.Fatal("an unaudited enable succeeded")
+	}
+	if st.links["a"].Status != link.StatusActive {
+		t.Fatalf("the undo overwrote a later write: %s", st.links["a"].Status)
 	}
 }

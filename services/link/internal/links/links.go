@@ -26,6 +26,8 @@ type Link struct {
 	// Purge marks a link being deleted for good: it answers 404 everywhere, and the steps
 	// of the deletion run (again) until the document is gone.
 	Purge *PurgeMark
+	// Rev is the stored revision the link was read at (or written as).
+	Rev int64
 }
 
 // PurgeMark is who asked for a permanent deletion, kept so that whoever finishes it (a
@@ -125,9 +127,12 @@ type Store interface {
 	// UpdateLive applies ch to the live link with code owned by ownerID; false when there is
 	// none (unknown, another owner's, or soft-deleted meanwhile).
 	UpdateLive(ctx context.Context, code, ownerID string, ch Change) (bool, error)
-	// UpdateIf applies ch to the live link with code while its status is from; false when
-	// there is none in that status.
-	UpdateIf(ctx context.Context, code, from string, ch Change) (bool, error)
+	// UpdateIf applies ch to the live link with code while its status is from and returns
+	// the link written; false when there is none in that status.
+	UpdateIf(ctx context.Context, code, from string, ch Change) (Link, bool, error)
+	// Undo applies ch to the link with id only while it is still at revision rev: the
+	// undo of a write that nothing has changed since.
+	Undo(ctx context.Context, id string, rev int64, ch Change) (bool, error)
 	// DisableOwner disables every live enabled link of ownerID and returns their codes.
 	DisableOwner(ctx context.Context, ownerID string, reason *string) ([]string, error)
 	// MarkPurge marks the link with id for permanent deletion unless it is marked already;

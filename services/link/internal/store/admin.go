@@ -17,10 +17,16 @@ import (
 // notPurged matches links no permanent deletion has started on.
 func notPurged() bson.E { return bson.E{Key: "purge", Value: bson.D{{Key: "$exists", Value: false}}} }
 
-// UpdateIf applies ch to the live link with code while its status is from, in one
-// conditional update.
-func (s *Store) UpdateIf(ctx context.Context, code, from string, ch links.Change) (bool, error) {
-	return s.update(ctx, bson.D{{Key: "short_code", Value: code}, live(), {Key: "status", Value: from}}, ch)
+// UpdateIf applies ch to the live link with code while its status is from, and returns the
+// link written.
+func (s *Store) UpdateIf(ctx context.Context, code, from string, ch links.Change) (links.Link, bool, error) {
+	return s.apply(ctx, bson.D{{Key: "short_code", Value: code}, live(), {Key: "status", Value: from}}, func(l *links.Link) { ch.Apply(l) })
+}
+
+// Undo applies ch to the link with id only while it is at revision rev.
+func (s *Store) Undo(ctx context.Context, id string, rev int64, ch links.Change) (bool, error) {
+	_, ok, err := s.apply(ctx, bson.D{{Key: "_id", Value: id}, revIs(rev)}, func(l *links.Link) { ch.Apply(l) })
+	return ok, err
 }
 
 // DisableOwner disables every live enabled link of ownerID, one conditional write each,

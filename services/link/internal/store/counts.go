@@ -127,6 +127,7 @@ func (s *Store) apply(ctx context.Context, filter bson.D, change func(*links.Lin
 		}
 		if res.MatchedCount == 1 {
 			s.markDone(ctx, c.ID)
+			after.Rev = next.Rev
 			return after, true, nil
 		}
 		s.withdraw(ctx, c.ID)

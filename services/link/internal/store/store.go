@@ -229,7 +229,7 @@ func autoRenew(on bool) int {
 func fromDoc(d doc) links.Link {
 	return links.Link{ID: d.ID, ShortCode: d.ShortCode, DestinationURL: d.DestinationURL, OwnerID: d.OwnerID,
 		CreatedAt: d.CreatedAt.UTC(), ExpiresAt: d.ExpiresAt.UTC(), DeletedAt: d.DeletedAt, Status: d.Status,
-		AutoRenew: d.AutoRenew != 0, DisabledReason: d.DisabledReason, Purge: fromPurgeDoc(d.Purge)}
+		AutoRenew: d.AutoRenew != 0, DisabledReason: d.DisabledReason, Purge: fromPurgeDoc(d.Purge), Rev: d.Rev}
 }
 
 func fromPurgeDoc(p *purgeDoc) *links.PurgeMark {

@@ -258,3 +258,39 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// With the audit log unreachable (the moderation process stopped), no admin action stands:
+// a disable, a ban and a role change answer 503 and leave the link and the account as they
+// were.
+func TestUnauditedActionsDoNotStand(t *testing.T) {
+	ctx := context.Background()
+	root := admin(t)
+	mod := moderator(t, root)
+	u := register(t)
+	code := as(t, u.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/audited"}`).object(t)["short_code"].(string)
+	eventually(t, code, 302)
+
+	services.StopService("moderation")
+	t.Cleanup(func() { _ = services.RestartService(ctx, "moderation") })
+	for _, c := range []struct{ cookie, path, body string }{
+		{mod.cookie, "/api/admin/links/" + code + "/disable", `{"reason":"x"}`},
+		{mod.cookie, "/api/admin/users/" + u.id + "/ban", `{"reason":"x","deactivate_links":true}`},
+		{root, "/api/admin/users/" + u.id + "/role", `{"role":"moderator"}`},
+	} {
+		if r := as(t, c.cookie, "POST", c.path, c.body); r.status != 503 {
+			t.Errorf("%s without the audit log: %d %s", c.path, r.status, r.body)
+		}
+	}
+	if err := services.RestartService(ctx, "moderation"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, code, 302)
+	if r := as(t, u.cookie, "GET", "/api/auth/me", ""); r.status != 200 {
+		t.Fatalf("me: %d", r.status)
+	} else if got, _ := r.object(t)["user"].(map[string]any); got["status"] != "active" || got["role"] != "user" {
+		t.Fatalf("the account after unaudited actions: %v", got)
+	}
+	if l := linkOf(t, root, code); l == nil || l["status"] != "ACTIVE" {
+		t.Fatalf("the link after an unaudited disable: %v", l)
+	}
+}

@@ -172,7 +172,7 @@ func (s *Service) switchStatus(ctx context.Context, code, from, to, action strin
 			err = errors.Join(err, uerr)
 		}
 		s.cache.Invalidate(ctx, code)
-		return link.Link{}, auditError(err)
+		return link.Link{}, err
 	}
 	s.cache.Invalidate(ctx, code)
 	l.Status = to
@@ -256,13 +256,13 @@ func (s *Service) finishPurge(ctx context.Context, l Link) error {
 	rec := moderation.AuditRecord{ID: "link.delete:" + l.ID, Action: moderation.AuditLinkDelete, TargetType: moderation.TargetLink,
 		TargetID: l.ID, Detail: map[string]any{"short_code": l.ShortCode, "owner_id": l.OwnerID}}
 	if err := s.mod.Audit(ctx, rec); err != nil {
-		return auditError(err)
+		return err
 	}
 	if err := s.clicks.Purge(ctx, l.ID); err != nil {
-		return analyticsError(err)
+		return err
 	}
 	if err := s.mod.DeleteReports(ctx, l.ID); err != nil {
-		return moderationError(err)
+		return err
 	}
 	if err := s.store.DeleteByID(ctx, l.ID); err != nil {
 		return err
@@ -289,21 +289,4 @@ func (s *Service) FinishPurges(ctx context.Context, now time.Time) (int64, error
 		done++
 	}
 	return done, failed
-}
-
-// auditError keeps the moderation service's own answers and calls anything else an outage
-// of the audit log.
-func auditError(err error) error {
-	if _, ok := errs.As(err); ok {
-		return err
-	}
-	return errs.Unavailable("audit log unavailable", err)
-}
-
-// moderationError calls a failure of the moderation service an outage of it.
-func moderationError(err error) error {
-	if _, ok := errs.As(err); ok {
-		return err
-	}
-	return errs.Unavailable("moderation service unavailable", err)
 }

@@ -2,7 +2,6 @@ package links
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -158,7 +157,7 @@ func TestDisableEnableAudited(t *testing.T) {
 		t.Fatalf("second disable: %v, %d entries", err, len(mod.audit))
 	}
 	// An enable whose entry cannot be written does not stand, and the reason comes back.
-	mod.auditErr = errors.New("moderation down")
+	mod.auditErr = errs.Unavailable("moderation service unavailable", nil)
 	if _, err := s.Enable(ctx, moderator, "a"); !errs.IsKind(err, errs.KindUnavailable) {
 		t.Fatalf("unaudited enable: %v", err)
 	}
@@ -204,7 +203,7 @@ func TestPurgeHealsOnRetryAndSweep(t *testing.T) {
 		t.Fatalf("a user purged: %v", err)
 	}
 	// The analytics step fails: the link is marked, answers 404, and stays stored.
-	clicks.fail = errors.New("analytics down")
+	clicks.fail = errs.Unavailable("analytics service unavailable", nil)
 	if err := s.Purge(ctx, moderator, "a"); !errs.IsKind(err, errs.KindUnavailable) {
 		t.Fatalf("purge with analytics down: %v", err)
 	}
@@ -230,7 +229,7 @@ func TestPurgeHealsOnRetryAndSweep(t *testing.T) {
 		t.Fatalf("purging twice: %v", err)
 	}
 	// A deletion left half done is finished by the sweeper once its lease has passed.
-	mod.auditErr = errors.New("moderation down")
+	mod.auditErr = errs.Unavailable("moderation service unavailable", nil)
 	if err := s.Purge(ctx, moderator, "b"); err == nil {
 		t.Fatal("a purge without its audit entry succeeded")
 	}
@@ -251,7 +250,7 @@ func TestPurgeHealsOnRetryAndSweep(t *testing.T) {
 func TestUndoLeavesALaterChange(t *testing.T) {
 	s, st, _, mod, _ := newAdminService(t)
 	ctx := context.Background()
-	mod.auditErr = errors.New("moderation slow, then down")
+	mod.auditErr = errs.Unavailable("moderation service unavailable", nil)
 	mod.during = func() {
 		l := st.links["a"]
 		l.Status, l.Rev = link.StatusActive, l.Rev+1 // enabled again by another moderator
@@ -266,7 +265,7 @@ func TestUndoLeavesALaterChange(t *testing.T) {
 	if _, err := s.Disable(ctx, moderator, "a", link.DisableRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	mod.auditErr = errors.New("down")
+	mod.auditErr = errs.Unavailable("moderation service unavailable", nil)
 	mod.during = func() {
 		l := st.links["a"]
 		l.Rev++ // touched again by another write

@@ -5,7 +5,6 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
-	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
@@ -28,7 +27,7 @@ func (s *Service) countClicks(ctx context.Context, ownerID string, views []link.
 	}
 	c, err := s.clicks.Counts(ctx, analytics.CountsRequest{OwnerID: ownerID, LinkIDs: ids})
 	if err != nil {
-		return 0, analyticsError(err)
+		return 0, err
 	}
 	for i := range views {
 		views[i].ClickCount = c.Links[views[i].ID]
@@ -50,16 +49,7 @@ func (s *Service) Analytics(ctx context.Context, caller identity.Caller, code, d
 	}
 	out, err := s.clicks.Link(ctx, l.ID, l.ShortCode, n)
 	if err != nil {
-		return analytics.LinkAnalytics{}, analyticsError(err)
+		return analytics.LinkAnalytics{}, err
 	}
 	return out, nil
-}
-
-// analyticsError keeps the analytics service's own failures and calls anything else an
-// outage of it.
-func analyticsError(err error) error {
-	if _, ok := errs.As(err); ok {
-		return err
-	}
-	return errs.Unavailable("analytics service unavailable", err)
 }

@@ -125,7 +125,7 @@ func TestClicksAndAnalytics(t *testing.T) {
 		_, err := s.Analytics(ctx, tc.caller, tc.code, "")
 		wantErr(t, err, errs.KindNotFound, link.MsgNotFound)
 	}
-	clicks.fail = errors.New("connection refused")
+	clicks.fail = errs.Unavailable("analytics service unavailable", errors.New("connection refused"))
 	_, err = s.Analytics(ctx, user, "a", "")
 	wantErr(t, err, errs.KindUnavailable, "analytics service unavailable")
 	_, err = s.Mine(ctx, user, func(string) string { return "" })

@@ -101,9 +101,9 @@ func (s *Service) Overview(ctx context.Context, caller identity.Caller) (moderat
 		wg     sync.WaitGroup
 		failed [5]error
 	)
-	wg.Go(func() { users, failed[0] = s.users.UserCounts(ctx); failed[0] = peerError("auth", failed[0]) })
-	wg.Go(func() { links, failed[1] = s.links.Counts(ctx); failed[1] = peerError("link", failed[1]) })
-	wg.Go(func() { clicks, failed[2] = s.clicks.Totals(ctx); failed[2] = peerError("analytics", failed[2]) })
+	wg.Go(func() { users, failed[0] = s.users.UserCounts(ctx) })
+	wg.Go(func() { links, failed[1] = s.links.Counts(ctx) })
+	wg.Go(func() { clicks, failed[2] = s.clicks.Totals(ctx) })
 	wg.Go(func() { out.Reports.Pending, failed[3] = s.store.CountPending(ctx, QueueReports) })
 	wg.Go(func() { out.PermanentRequests.Pending, failed[4] = s.store.CountPending(ctx, QueuePermanent) })
 	wg.Wait()
@@ -116,15 +116,4 @@ func (s *Service) Overview(ctx context.Context, caller identity.Caller) (moderat
 	out.Links.Total, out.Links.Active, out.Links.Expired, out.Links.Disabled, out.Links.Deleted = links.Total, links.Active, links.Expired, links.Disabled, links.Deleted
 	out.Clicks.Total, out.Clicks.Last24h = clicks.Total, clicks.Last24h
 	return out, nil
-}
-
-// peerError keeps a peer's own answer and calls anything else an outage of it.
-func peerError(name string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := errs.As(err); ok {
-		return err
-	}
-	return errs.Unavailable(name+" service unavailable", err)
 }

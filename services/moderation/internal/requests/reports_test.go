@@ -212,7 +212,7 @@ func TestOverview(t *testing.T) {
 		o.Reports.Pending != 5 || o.PermanentRequests.Pending != 6 || o.Links.Total != 7 || o.Links.Disabled != 2 {
 		t.Fatalf("overview %+v, %v", o, err)
 	}
-	s.users = fakeUsers{err: errors.New("connection refused")}
+	s.users = fakeUsers{err: errs.Unavailable("auth service unavailable", errors.New("connection refused"))}
 	_, err = s.Overview(ctx, mod)
 	wantErr(t, err, errs.KindUnavailable, "auth service unavailable")
 }

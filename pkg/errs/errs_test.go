@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -49,5 +50,31 @@ func TestResponse(t *testing.T) {
 func TestRetryAfterIsAtLeastOneSecond(t *testing.T) {
 	if _, _, retry := Response(TooMany("slow down", 10*time.Millisecond)); retry != 1 {
 		t.Fatalf("Retry-After %d, want 1", retry)
+	}
+}
+
+func TestTextChecks(t *testing.T) {
+	for _, tc := range []struct {
+		v, search string
+		text      string
+	}{
+		{"héllo", "", ""},
+		{strings.Repeat("é", 5), "", ""},
+		{strings.Repeat("é", 6), "q must be valid text of at most 5 characters", "q must be valid text of at most 5 characters"},
+		{"\xff", "q must be valid text of at most 5 characters", "q must be valid text of at most 5 characters"},
+		{"a\x00b", "q must not contain control characters", ""},
+	} {
+		msg := func(err error) string {
+			if err == nil {
+				return ""
+			}
+			return err.(*Error).Message
+		}
+		if got := msg(Text("q", tc.v, 5)); got != tc.text {
+			t.Errorf("Text(%q) = %q, want %q", tc.v, got, tc.text)
+		}
+		if got := msg(SearchText("q", tc.v, 5)); got != tc.search {
+			t.Errorf("SearchText(%q) = %q, want %q", tc.v, got, tc.search)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
@@ -81,10 +80,7 @@ func validateReason(r *string) (string, error) {
 		return "", errs.Invalid("reason is required")
 	}
 	reason := strings.TrimSpace(*r)
-	if !utf8.ValidString(reason) || utf8.RuneCountInString(reason) > MaxReasonLength {
-		return "", errs.Invalid("reason must be valid text of at most %d characters", MaxReasonLength)
-	}
-	return reason, nil
+	return reason, errs.Text("reason", reason, MaxReasonLength)
 }
 
 // Timeout suspends the target for the requested duration: it cannot log in or use the

@@ -3,8 +3,6 @@ package accounts
 import (
 	"context"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/errs"
@@ -28,12 +26,8 @@ type UserQuery struct {
 func ParseUserQuery(get func(key string) string) (UserQuery, error) {
 	var q UserQuery
 	contains := strings.TrimSpace(get("q"))
-	if !utf8.ValidString(contains) || utf8.RuneCountInString(contains) > MaxUserQueryLength {
-		return UserQuery{}, errs.Invalid("q must be valid text of at most %d characters", MaxUserQueryLength)
-	}
-	// Names cannot hold control characters, and the database refuses a pattern with a NUL.
-	if strings.ContainsFunc(contains, unicode.IsControl) {
-		return UserQuery{}, errs.Invalid("q must not contain control characters")
+	if err := errs.SearchText("q", contains, MaxUserQueryLength); err != nil {
+		return UserQuery{}, err
 	}
 	q.Filter.Contains = contains
 	switch role := get("role"); role {

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -51,13 +49,8 @@ func parseList(get func(string) string, now time.Time) (ListQuery, paging.Page, 
 		return ListQuery{}, page, errs.Invalid("status must be active, expired, disabled or all")
 	}
 	q.Contains = get("q")
-	if utf8.RuneCountInString(q.Contains) > MaxQueryLength || !utf8.ValidString(q.Contains) {
-		return ListQuery{}, page, errs.Invalid("q must be valid text of at most %d characters", MaxQueryLength)
-	}
-	// The database refuses a pattern holding NUL; no code or destination holds a control
-	// character anyway.
-	if strings.ContainsFunc(q.Contains, unicode.IsControl) {
-		return ListQuery{}, page, errs.Invalid("q must not contain control characters")
+	if err := errs.SearchText("q", q.Contains, MaxQueryLength); err != nil {
+		return ListQuery{}, page, err
 	}
 	return q, page, nil
 }
@@ -116,8 +109,8 @@ func (s *Service) Disable(ctx context.Context, caller identity.Caller, code stri
 	}
 	detail := map[string]any{"short_code": code}
 	if req.Reason != nil {
-		if !utf8.ValidString(*req.Reason) || utf8.RuneCountInString(*req.Reason) > MaxReasonLength {
-			return link.Link{}, errs.Invalid("reason must be valid text of at most %d characters", MaxReasonLength)
+		if err := errs.Text("reason", *req.Reason, MaxReasonLength); err != nil {
+			return link.Link{}, err
 		}
 		detail["reason"] = *req.Reason
 	}
@@ -194,8 +187,10 @@ func (s *Service) DisableOwner(ctx context.Context, caller identity.Caller, owne
 	if ownerID == "" || len(ownerID) > 128 {
 		return 0, errs.Invalid("owner id must be a user id")
 	}
-	if r := req.Reason; r != nil && (!utf8.ValidString(*r) || utf8.RuneCountInString(*r) > MaxReasonLength) {
-		return 0, errs.Invalid("reason must be valid text of at most %d characters", MaxReasonLength)
+	if r := req.Reason; r != nil {
+		if err := errs.Text("reason", *r, MaxReasonLength); err != nil {
+			return 0, err
+		}
 	}
 	codes, err := s.store.DisableOwner(ctx, ownerID, req.Reason)
 	for _, code := range codes { // those disabled before a failure too

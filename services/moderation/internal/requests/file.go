@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-	"unicode/utf8"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/errs"
@@ -23,7 +22,7 @@ func (s *Service) File(ctx context.Context, caller identity.Caller, code string,
 	if body.Reason != nil {
 		reason = *body.Reason
 	}
-	if err := checkText("reason", reason); err != nil {
+	if err := errs.Text("reason", reason, MaxTextLength); err != nil {
 		return moderation.PermanentRequest{}, err
 	}
 	l, err := s.links.Owned(ctx, code)
@@ -68,12 +67,4 @@ func (s *Service) List(ctx context.Context, caller identity.Caller, get func(str
 		out.Requests = append(out.Requests, view(r))
 	}
 	return out, nil
-}
-
-// checkText bounds a free-text field.
-func checkText(name, v string) error {
-	if !utf8.ValidString(v) || utf8.RuneCountInString(v) > MaxTextLength {
-		return errs.Invalid("%s must be valid text of at most %d characters", name, MaxTextLength)
-	}
-	return nil
 }

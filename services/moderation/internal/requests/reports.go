@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
@@ -37,8 +36,8 @@ func (s *Service) Submit(ctx context.Context, caller identity.Caller, body moder
 	if body.Details != nil {
 		details = *body.Details
 	}
-	if !utf8.ValidString(details) || utf8.RuneCountInString(details) > moderation.MaxDetailsLength {
-		return errs.Invalid("details must be valid text of at most %d characters", moderation.MaxDetailsLength)
+	if err := errs.Text("details", details, moderation.MaxDetailsLength); err != nil {
+		return err
 	}
 	if caller.IPHash == "" {
 		return errs.E(errs.KindInternal, "report without an identity key")
@@ -132,7 +131,7 @@ func (s *Service) ResolveReport(ctx context.Context, caller identity.Caller, id 
 	if req.Note != nil {
 		note = *req.Note
 	}
-	if err := checkText("note", note); err != nil {
+	if err := errs.Text("note", note, MaxTextLength); err != nil {
 		return moderation.Report{}, err
 	}
 	r, err := s.store.Report(ctx, id)

@@ -34,7 +34,7 @@ func (s *Service) Resolve(ctx context.Context, caller identity.Caller, id string
 	if req.Note != nil {
 		note = *req.Note
 	}
-	if err := checkText("note", note); err != nil {
+	if err := errs.Text("note", note, MaxTextLength); err != nil {
 		return moderation.PermanentRequest{}, err
 	}
 	r, err := s.store.Request(ctx, id)

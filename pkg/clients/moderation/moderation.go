@@ -93,16 +93,16 @@ func (c *Client) ResolvePermanent(ctx context.Context, id string, req ResolveReq
 
 // Audit actions: every state-changing admin action writes one entry with one of these.
 const (
-	AuditUserTimeout     = "user.timeout"
-	AuditUserBan         = "user.ban"
-	AuditUserUnban       = "user.unban"
-	AuditUserRole        = "user.role"
-	AuditLinkDisable     = "link.disable"
-	AuditLinkEnable      = "link.enable"
-	AuditLinkDelete      = "link.delete"
-	AuditReportResolve   = "report.resolve"
-	AuditReportDismiss   = "report.dismiss"
-	AuditPermanentPrefix = "permanent_request."
+	AuditUserTimeout   = "user.timeout"
+	AuditUserBan       = "user.ban"
+	AuditUserUnban     = "user.unban"
+	AuditUserRole      = "user.role"
+	AuditLinkDisable   = "link.disable"
+	AuditLinkEnable    = "link.enable"
+	AuditLinkDelete    = "link.delete"
+	AuditReportResolve = "report.resolve"
+	AuditReportDismiss = "report.dismiss"
+	// The permanent-request queue's resolutions are "permanent_request." + the action.
 )
 
 // Audit target types.

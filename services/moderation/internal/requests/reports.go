@@ -149,20 +149,10 @@ func (s *Service) ResolveReport(ctx context.Context, caller identity.Caller, id 
 			return moderation.Report{}, err
 		}
 	}
-	now := s.now().UTC().Truncate(time.Millisecond)
-	action := map[string]string{moderation.ActionResolve: moderation.AuditReportResolve, moderation.ActionDismiss: moderation.AuditReportDismiss}[req.Action]
-	entry := AuditEntry{ID: "report:" + r.ID + ":" + req.Action, ActorID: caller.UserID, Action: action, TargetType: moderation.TargetReport,
-		TargetID: r.ID, Detail: map[string]any{"short_code": r.ShortCode, "note": note, "disable_link": disable},
-		IPHash: caller.IPHash, UserAgent: caller.UserAgent, CreatedAt: now}
-	if err := s.store.InsertAudit(ctx, entry); err != nil {
-		return moderation.Report{}, err
-	}
-	finished, err := s.store.Finish(ctx, QueueReports, r.ID, req.Action, final, caller.UserID, note, now)
+	now, err := s.settle(ctx, caller, QueueReports, r.ID, req.Action, final, note,
+		map[string]any{"short_code": r.ShortCode, "note": note, "disable_link": disable}, nil)
 	if err != nil {
 		return moderation.Report{}, err
-	}
-	if !finished {
-		return moderation.Report{}, errs.E(errs.KindConflict, "report already resolved")
 	}
 	r.Status, r.ResolvedAt, r.ResolvedBy, r.ResolutionNote = final, &now, caller.UserID, note
 	return reportView(r), nil

@@ -70,6 +70,14 @@ func (q Queue) String() string {
 	return "permanent request"
 }
 
+// target is how the audit log names an entry of q.
+func (q Queue) target() string {
+	if q == QueueReports {
+		return moderation.TargetReport
+	}
+	return moderation.TargetPermanentRequest
+}
+
 // Report is a stored abuse report.
 type Report struct {
 	ID, LinkID, ShortCode, Reason, Details, Status string

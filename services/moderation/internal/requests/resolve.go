@@ -55,24 +55,16 @@ func (s *Service) Resolve(ctx context.Context, caller identity.Caller, id string
 			return moderation.PermanentRequest{}, err
 		}
 	}
-	now := s.now().UTC().Truncate(time.Millisecond)
-	entry := AuditEntry{ID: "permanent_request:" + r.ID + ":" + req.Action, ActorID: caller.UserID, Action: "permanent_request." + req.Action,
-		TargetType: "permanent_request", TargetID: r.ID, Detail: map[string]any{"short_code": r.ShortCode, "note": note},
-		IPHash: caller.IPHash, UserAgent: caller.UserAgent, CreatedAt: now}
-	if err := s.store.InsertAudit(ctx, entry); err != nil {
-		if req.Action == moderation.ActionApprove {
-			if _, uerr := s.links.SetAutoRenew(context.WithoutCancel(ctx), r.ShortCode, false); uerr != nil {
-				err = errors.Join(err, uerr)
-			}
+	var undo func() error
+	if req.Action == moderation.ActionApprove {
+		undo = func() error {
+			_, err := s.links.SetAutoRenew(context.WithoutCancel(ctx), r.ShortCode, false)
+			return err
 		}
-		return moderation.PermanentRequest{}, err
 	}
-	finished, err := s.store.Finish(ctx, QueuePermanent, r.ID, req.Action, final, caller.UserID, note, now)
+	now, err := s.settle(ctx, caller, QueuePermanent, r.ID, req.Action, final, note, map[string]any{"short_code": r.ShortCode, "note": note}, undo)
 	if err != nil {
 		return moderation.PermanentRequest{}, err
-	}
-	if !finished { // a concurrent resolution with the same action got there first
-		return moderation.PermanentRequest{}, errs.E(errs.KindConflict, "permanent request already resolved")
 	}
 	r.Status, r.ResolvedAt, r.ResolvedBy, r.ResolutionNote = final, &now, caller.UserID, note
 	return view(r), nil
@@ -98,6 +90,33 @@ func (s *Service) claim(ctx context.Context, caller identity.Caller, q Queue, id
 		return "", errs.E(errs.KindConflict, "%s is being resolved", q)
 	}
 	return took, nil
+}
+
+// settle writes the audit entry of resolving entry id of queue q with action, keyed by the
+// entry and the action so that a retry writes nothing new, then marks the entry final. When
+// the entry cannot be written, undo (if any) takes the resolution's side effect back. It
+// returns when the resolution happened.
+func (s *Service) settle(ctx context.Context, caller identity.Caller, q Queue, id, action, final, note string, detail map[string]any, undo func() error) (time.Time, error) {
+	now := s.now().UTC().Truncate(time.Millisecond)
+	target := q.target()
+	entry := AuditEntry{ID: target + ":" + id + ":" + action, ActorID: caller.UserID, Action: target + "." + action,
+		TargetType: target, TargetID: id, Detail: detail, IPHash: caller.IPHash, UserAgent: caller.UserAgent, CreatedAt: now}
+	if err := s.store.InsertAudit(ctx, entry); err != nil {
+		if undo != nil {
+			if uerr := undo(); uerr != nil {
+				err = errors.Join(err, uerr)
+			}
+		}
+		return now, err
+	}
+	finished, err := s.store.Finish(ctx, q, id, action, final, caller.UserID, note, now)
+	if err != nil {
+		return now, err
+	}
+	if !finished { // a concurrent resolution with the same action got there first
+		return now, errs.E(errs.KindConflict, "%s already resolved", q)
+	}
+	return now, nil
 }
 
 // statusOf reads the status of entry id of queue q.

@@ -114,11 +114,8 @@ func TestAdminLinkActions(t *testing.T) {
 	eventuallyOn(t, gw, code, 302)
 	eventuallyOn(t, gw2, code, 302)
 
-	linkID := first["id"]
-	if l := linkOf(t, root, code); l != nil {
-		linkID = l["id"]
-	}
-	entries := auditEntries(t, root, "actor_id="+mod.id, linkID.(string))
+	linkID, _ := linkOf(t, root, code)["id"].(string)
+	entries := auditEntries(t, root, "actor_id="+mod.id, linkID)
 	if len(entries) != 2 || entries[0]["action"] != "link.enable" || entries[1]["action"] != "link.disable" {
 		t.Fatalf("audit entries: %v", entries)
 	}

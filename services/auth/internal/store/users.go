@@ -227,6 +227,8 @@ func (s *Store) updateOne(ctx context.Context, userID, op string, filter, update
 		}
 	}
 	defer func() {
+		// A hold that cannot be released is taken over by the next writer once writeLease has
+		// passed: the account waits at most that long.
 		_, _ = s.holds.DeleteOne(context.WithoutCancel(ctx), bson.D{{Key: "_id", Value: userID}, {Key: "at", Value: at}})
 	}()
 	res, err := s.users.UpdateOne(ctx, filter, update)

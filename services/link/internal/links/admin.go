@@ -96,7 +96,7 @@ func (s *Service) Counts(ctx context.Context, caller identity.Caller) (link.Link
 	if !caller.AtLeastModerator() {
 		return link.LinkCounts{}, errModeratorRequired
 	}
-	n, err := s.store.CountStates(ctx, s.now().UTC())
+	n, err := s.store.CountStates(ctx)
 	return n, storeError(err)
 }
 
@@ -115,7 +115,7 @@ func (s *Service) Disable(ctx context.Context, caller identity.Caller, code stri
 		detail["reason"] = *req.Reason
 	}
 	return s.switchStatus(ctx, code, link.StatusActive, link.StatusDisabled, moderation.AuditLinkDisable, detail,
-		Change{DisabledReason: req.Reason}, Change{ClearDisabledReason: true})
+		Change{DisabledReason: req.Reason})
 }
 
 // Enable switches the disabled live link code back on. Enabling an enabled link changes
@@ -124,20 +124,15 @@ func (s *Service) Enable(ctx context.Context, caller identity.Caller, code strin
 	if !caller.AtLeastModerator() {
 		return link.Link{}, errModeratorRequired
 	}
-	l, err := s.find(ctx, code)
-	if err != nil {
-		return link.Link{}, err
-	}
-	// The undo puts the reason back that the enable removes.
 	return s.switchStatus(ctx, code, link.StatusDisabled, link.StatusActive, moderation.AuditLinkEnable,
-		map[string]any{"short_code": code}, Change{ClearDisabledReason: true}, Change{DisabledReason: l.DisabledReason})
+		map[string]any{"short_code": code}, Change{ClearDisabledReason: true})
 }
 
 // switchStatus moves the live link code from one status to the other as steps that never
 // leave an unaudited change: the conditional update, the audit entry, and, when the entry
-// cannot be written, the update undone while the link is still at the revision it wrote.
-// Every cache then drops the code.
-func (s *Service) switchStatus(ctx context.Context, code, from, to, action string, detail map[string]any, do, undo Change) (link.Link, error) {
+// cannot be written, the status and reason read put back while the link is still at the
+// revision the update wrote. Every cache then drops the code.
+func (s *Service) switchStatus(ctx context.Context, code, from, to, action string, detail map[string]any, do Change) (link.Link, error) {
 	l, err := s.find(ctx, code)
 	if err != nil {
 		return link.Link{}, err
@@ -145,7 +140,8 @@ func (s *Service) switchStatus(ctx context.Context, code, from, to, action strin
 	if l.Status == to {
 		return s.view(l), nil
 	}
-	do.Status, undo.Status = &to, &from
+	undo := Change{Status: &from, DisabledReason: l.DisabledReason, ClearDisabledReason: l.DisabledReason == nil}
+	do.Status = &to
 	written, changed, err := s.store.UpdateIf(ctx, code, from, do)
 	if err != nil {
 		return link.Link{}, storeError(err)

@@ -56,7 +56,7 @@ func (s *Store) DisableOwner(ctx context.Context, ownerID string, reason *string
 // owner view drops it at once) unless a mark is there already, and returns the mark that
 // holds; links.ErrNotFound when the link is gone.
 func (s *Store) MarkPurge(ctx context.Context, id string, m links.PurgeMark) (links.PurgeMark, error) {
-	_, _, err := s.apply(ctx, bson.D{{Key: "_id", Value: id}, notPurged()}, func(l *links.Link) {
+	marked, ok, err := s.apply(ctx, bson.D{{Key: "_id", Value: id}, notPurged()}, func(l *links.Link) {
 		mark := m
 		mark.At = m.At.UTC()
 		l.Purge = &mark
@@ -67,6 +67,10 @@ func (s *Store) MarkPurge(ctx context.Context, id string, m links.PurgeMark) (li
 	if err != nil {
 		return links.PurgeMark{}, fmt.Errorf("mark link for deletion: %w", err)
 	}
+	if ok {
+		return *marked.Purge, nil
+	}
+	// Marked already (or gone): the mark that holds is the stored one.
 	var d doc
 	if err := s.links.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d); err != nil {
 		if errors.Is(err, mongo.ErrNoDocuments) {

@@ -141,6 +141,7 @@ func (s *Store) apply(ctx context.Context, filter bson.D, change func(*links.Lin
 // in the day documents), the expired ones, the last minute counted as passed, and the last
 // batch added.
 type countsDoc struct {
+	ID        string `bson:"_id,omitempty"`
 	Deleted   int64  `bson:"deleted"`
 	Disabled  int64  `bson:"disabled"`
 	Renewing  int64  `bson:"renewing"`
@@ -162,7 +163,7 @@ type walDoc struct {
 
 // CountStates reads the counters as the fold left them; 503-worthy links.ErrCountsNotReady
 // before the first fold has counted the stored links.
-func (s *Store) CountStates(ctx context.Context, _ time.Time) (link.LinkCounts, error) {
+func (s *Store) CountStates(ctx context.Context) (link.LinkCounts, error) {
 	c, err := s.readCounts(ctx)
 	if err != nil {
 		return link.LinkCounts{}, err
@@ -463,11 +464,8 @@ func (s *Store) backfill(ctx context.Context, now time.Time) error {
 			return fmt.Errorf("write expiries: %w", err)
 		}
 	}
-	all := countsDoc{Deleted: w.All[links.ClassDeleted], Disabled: w.All[links.ClassDisabled], Renewing: w.All[links.ClassRenewing],
-		Scheduled: w.All["scheduled"], Expired: w.All["expired"], Through: through}
-	_, err = s.counts.InsertOne(ctx, bson.D{{Key: "_id", Value: countsAll}, {Key: "deleted", Value: all.Deleted},
-		{Key: "disabled", Value: all.Disabled}, {Key: "renewing", Value: all.Renewing}, {Key: "scheduled", Value: all.Scheduled},
-		{Key: "expired", Value: all.Expired}, {Key: "through", Value: all.Through}, {Key: "batch", Value: ""}})
+	_, err = s.counts.InsertOne(ctx, countsDoc{ID: countsAll, Deleted: w.All[links.ClassDeleted], Disabled: w.All[links.ClassDisabled],
+		Renewing: w.All[links.ClassRenewing], Scheduled: w.All["scheduled"], Expired: w.All["expired"], Through: through})
 	if err != nil && !mongo.IsDuplicateKeyError(err) {
 		return fmt.Errorf("write link counts: %w", err)
 	}

@@ -22,6 +22,9 @@ type Service struct {
 	// DebugAddr, when set, serves Go's runtime profiles (/debug/pprof/) on a listener of its
 	// own, never on the service's port. Keep it on loopback or a port no one outside reaches.
 	DebugAddr string `env:"LINKMESH_DEBUG_ADDR"`
+	// MetricsAddr, when set, serves Prometheus metrics (/metrics) on a listener of its own,
+	// never on the service's port; unset, no route is measured.
+	MetricsAddr string `env:"LINKMESH_METRICS_ADDR"`
 }
 
 // Common returns the shared settings; every service config has it through embedding.
@@ -38,10 +41,16 @@ func (s Service) Validate() error {
 	if s.ShutdownDrain < 0 || s.ShutdownDrain > time.Minute {
 		return fmt.Errorf("LINKMESH_SHUTDOWN_DRAIN must be between 0s and 1m, got %s", s.ShutdownDrain)
 	}
-	if s.DebugAddr != "" {
-		if _, _, err := net.SplitHostPort(s.DebugAddr); err != nil {
-			return fmt.Errorf("LINKMESH_DEBUG_ADDR must be host:port, got %q", s.DebugAddr)
+	for _, a := range []struct{ name, addr string }{{"LINKMESH_DEBUG_ADDR", s.DebugAddr}, {"LINKMESH_METRICS_ADDR", s.MetricsAddr}} {
+		if a.addr == "" {
+			continue
 		}
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			return fmt.Errorf("%s must be host:port, got %q", a.name, a.addr)
+		}
+	}
+	if s.MetricsAddr != "" && s.MetricsAddr == s.DebugAddr {
+		return errors.New("LINKMESH_METRICS_ADDR and LINKMESH_DEBUG_ADDR must differ")
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/metrics"
 )
 
 // BodyLimit is the largest request body accepted; larger ones get 413.
@@ -38,6 +39,8 @@ type Options struct {
 	// Classify turns dependency failures that reach the error handler as plain errors into
 	// the answer clients see (a datastore outage is a 503, not a 500).
 	Classify []errs.Classifier
+	// Metrics, when set, measures every request by route template and records readiness.
+	Metrics *metrics.HTTP
 }
 
 // Server wraps a Fiber app with linkmesh's middleware and lifecycle.
@@ -46,11 +49,12 @@ type Server struct {
 	log      *slog.Logger
 	ready    map[string]Check
 	draining atomic.Bool
+	metrics  *metrics.HTTP
 }
 
 // New builds the app with probes and middleware installed; add routes with App.
 func New(opts Options) *Server {
-	s := &Server{log: opts.Logger, ready: map[string]Check{}}
+	s := &Server{log: opts.Logger, ready: map[string]Check{}, metrics: opts.Metrics}
 	for name, check := range opts.Ready {
 		s.ready[name] = check
 	}
@@ -67,6 +71,9 @@ func New(opts Options) *Server {
 		WriteTimeout:   15 * time.Second,
 		IdleTimeout:    90 * time.Second,
 	})
+	if s.metrics != nil {
+		s.app.Use(s.metrics.Middleware())
+	}
 	s.app.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: s.logPanic}))
 	s.app.Use(RequestID())
 	s.app.Get("/healthz", func(c *fiber.Ctx) error { return ok(c) })
@@ -106,17 +113,28 @@ func ok(c *fiber.Ctx) error {
 }
 
 func (s *Server) readyz(c *fiber.Ctx) error {
+	err := s.checkReady(c.UserContext())
+	if s.metrics != nil {
+		s.metrics.SetReady(err == nil)
+	}
+	if err != nil {
+		return err
+	}
+	return ok(c)
+}
+
+func (s *Server) checkReady(ctx context.Context) error {
 	if s.draining.Load() {
 		return errs.E(errs.KindUnavailable, "shutting down")
 	}
-	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	for name, check := range s.ready {
 		if err := check(ctx); err != nil {
 			return errs.Unavailable(name+" unavailable", err)
 		}
 	}
-	return ok(c)
+	return nil
 }
 
 // Serve serves on ln until ctx is cancelled, then fails readiness, waits drain so load

@@ -81,6 +81,7 @@ func commonLogValue(cfg Config) slog.Value {
 		slog.Any("internal_secret", s.InternalSecret),
 		slog.String("shutdown_drain", s.ShutdownDrain.String()),
 		slog.String("debug_addr", s.DebugAddr),
+		slog.String("metrics_addr", s.MetricsAddr),
 	}
 	if m := MongoOf(cfg); m != nil {
 		attrs = append(attrs, slog.Any("mongodb_uri", m.URI), slog.String("mongodb_database", m.Database))

@@ -26,6 +26,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/logging"
+	"github.com/linkmesh/linkmesh/pkg/metrics"
 	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/pkg/telemetry"
 )
@@ -68,6 +69,9 @@ type Env struct {
 	Keys   *identity.Keys
 	Stores *Datastores
 	Server *server.Server
+	// Metrics takes the service's own metrics; they are served when LINKMESH_METRICS_ADDR
+	// is set.
+	Metrics *metrics.Registry
 }
 
 // Peer returns a traced, retrying client of another service at baseURL; timeout 0 keeps the
@@ -159,31 +163,52 @@ func Run(ctx context.Context, spec Spec, rt Runtime) (err error) {
 		}
 		stores.Close()
 	}
+	reg := metrics.New(spec.Name)
+	var measure *metrics.HTTP
+	if cfg.Common().MetricsAddr != "" {
+		measure = reg.HTTP()
+	}
 	srv := server.New(server.Options{Name: spec.Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider,
-		Ready: stores.Checks(), Classify: stores.classifiers()})
+		Ready: stores.Checks(), Classify: stores.classifiers(), Metrics: measure})
 	if spec.Wire != nil {
-		e := &Env{Name: spec.Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider, Keys: keys, Stores: stores, Server: srv}
+		e := &Env{Name: spec.Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider, Keys: keys, Stores: stores, Server: srv, Metrics: reg}
 		if parts, err = spec.Wire(ctx, e); err != nil {
 			release()
 			return fmt.Errorf("wire %s: %w", spec.Name, err)
 		}
 	}
-	// The debug listener first: should the service's own fail next, it is the one to close.
-	workers := parts.Workers
-	var dln net.Listener
-	if addr := cfg.Common().DebugAddr; addr != "" {
-		if dln, err = net.Listen("tcp", addr); err != nil {
-			release()
-			return fmt.Errorf("listen %s (LINKMESH_DEBUG_ADDR): %w", addr, err)
+	// The side listeners first: should the service's own fail next, they are the ones to
+	// close.
+	workers := slices.Clip(parts.Workers)
+	var side []net.Listener
+	closeSide := func() {
+		for _, l := range side {
+			_ = l.Close()
 		}
-		workers = append(slices.Clip(workers), debugServer(dln, rt.Logger))
+	}
+	for _, l := range []struct {
+		setting, addr string
+		serve         func(net.Listener, *slog.Logger) func(context.Context)
+	}{
+		{"LINKMESH_DEBUG_ADDR", cfg.Common().DebugAddr, debugServer},
+		{"LINKMESH_METRICS_ADDR", cfg.Common().MetricsAddr, metricsServer(reg)},
+	} {
+		if l.addr == "" {
+			continue
+		}
+		sln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			closeSide()
+			release()
+			return fmt.Errorf("listen %s (%s): %w", l.addr, l.setting, err)
+		}
+		side = append(side, sln)
+		workers = append(workers, l.serve(sln, rt.Logger))
 	}
 	ln := rt.Listener
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cfg.Common().ListenAddr); err != nil {
-			if dln != nil {
-				_ = dln.Close()
-			}
+			closeSide()
 			release()
 			return fmt.Errorf("listen %s: %w", cfg.Common().ListenAddr, err)
 		}
@@ -218,15 +243,29 @@ func debugServer(ln net.Listener, log *slog.Logger) func(context.Context) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	// A CPU profile runs as long as asked (default 30 s), so writes get no deadline.
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return sideServer(ln, &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, log, "runtime profiles")
+}
+
+// metricsServer serves reg on ln (/metrics) until its context ends.
+func metricsServer(reg *metrics.Registry) func(net.Listener, *slog.Logger) func(context.Context) {
+	return func(ln net.Listener, log *slog.Logger) func(context.Context) {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", reg.Handler(log))
+		return sideServer(ln, &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 15 * time.Second}, log, "metrics")
+	}
+}
+
+// sideServer is the worker serving hs on ln, beside the service's own port, until its
+// context ends.
+func sideServer(ln net.Listener, hs *http.Server, log *slog.Logger, what string) func(context.Context) {
 	return func(ctx context.Context) {
 		go func() {
 			<-ctx.Done()
 			_ = hs.Close()
 		}()
-		log.Info("serving runtime profiles", "addr", ln.Addr().String())
+		log.Info("serving "+what, "addr", ln.Addr().String())
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("profile server stopped", "err", err)
+			log.Error(what+" server stopped", "err", err)
 		}
 	}
 }

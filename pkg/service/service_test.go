@@ -60,13 +60,15 @@ func TestRunReleasesWhenTheAddressIsTaken(t *testing.T) {
 
 func TestRunRefusesBadConfiguration(t *testing.T) {
 	cases := map[string]func(*testConfig){
-		"short secret":    func(c *testConfig) { c.InternalSecret = "short" },
-		"bad log level":   func(c *testConfig) { c.LogLevel = "verbose" },
-		"empty log level": func(c *testConfig) { c.LogLevel = "" },
-		"bad peer":        func(c *testConfig) { c.QuotaURL = "quota:8085" },
-		"huge drain":      func(c *testConfig) { c.ShutdownDrain = time.Hour },
-		"bad debug addr":  func(c *testConfig) { c.DebugAddr = "localhost" },
-		"own setting":     func(c *testConfig) { c.reject = true },
+		"short secret":     func(c *testConfig) { c.InternalSecret = "short" },
+		"bad log level":    func(c *testConfig) { c.LogLevel = "verbose" },
+		"empty log level":  func(c *testConfig) { c.LogLevel = "" },
+		"bad peer":         func(c *testConfig) { c.QuotaURL = "quota:8085" },
+		"huge drain":       func(c *testConfig) { c.ShutdownDrain = time.Hour },
+		"bad debug addr":   func(c *testConfig) { c.DebugAddr = "localhost" },
+		"bad metrics addr": func(c *testConfig) { c.MetricsAddr = "9090" },
+		"shared side port": func(c *testConfig) { c.MetricsAddr, c.DebugAddr = "127.0.0.1:9999", "127.0.0.1:9999" },
+		"own setting":      func(c *testConfig) { c.reject = true },
 	}
 	// A service missing from the table of default addresses must name its own.
 	t.Run("no default address", func(t *testing.T) {
@@ -204,3 +206,61 @@ type datastoreConfig struct {
 
 func (*datastoreConfig) Validate() error      { return nil }
 func (*datastoreConfig) LogValue() slog.Value { return slog.GroupValue() }
+
+// With LINKMESH_METRICS_ADDR set, the service's metrics are served there, with what it
+// registered itself, and not on its own port.
+func TestRunServesMetricsOnTheirOwnListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	maddr := mln.Addr().String()
+	mln.Close()
+	rt := quiet()
+	rt.Listener = ln
+	cfg := &testConfig{Service: config.Service{LogLevel: "info", InternalSecret: secret, MetricsAddr: maddr}}
+	spec := Spec{Name: "link", Config: cfg, Wire: func(_ context.Context, env *Env) (Parts, error) {
+		env.Metrics.CounterFunc("test_things_total", "Things.", func() float64 { return 7 })
+		return Parts{}, nil
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, spec, rt) }()
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if code, _ := get("http://" + ln.Addr().String() + "/readyz"); code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("service never became ready")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	code, body := get("http://" + maddr + "/metrics")
+	for _, want := range []string{`linkmesh_test_things_total{service="link"} 7`, `linkmesh_ready{service="link"} 1`,
+		`linkmesh_http_requests_total{code="200",method="GET",route="/readyz",service="link"}`, "go_goroutines"} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("metrics answered %d without %s:\n%s", code, want, body)
+		}
+	}
+	if code, _ := get("http://" + ln.Addr().String() + "/metrics"); code == 200 {
+		t.Error("the service's own port serves /metrics")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -141,6 +141,9 @@ func (p *Producer) Dropped() int64 { return p.dropped.Load() }
 // Failed counts the entries accepted but not written before the drain deadline.
 func (p *Producer) Failed() int64 { return p.failed.Load() }
 
+// Capacity is how many entries the queue holds.
+func (p *Producer) Capacity() int64 { return int64(p.opts.QueueSize) }
+
 // Pending counts the entries accepted and not yet written or given up.
 func (p *Producer) Pending() int64 { return int64(len(p.queue)) + p.held.Load() }
 

@@ -88,6 +88,7 @@ func run(m *testing.M) int {
 		BinDir: binDir(), MongoURI: mongoURI, RedisURL: redisURL, DatabasePrefix: dbPrefix, LogDir: logDir,
 		GatewayReplicas:   1,
 		AnalyticsReplicas: 1,
+		Metrics:           true,
 		Env: map[string]string{
 			"LINKMESH_BASE_URL": baseURL,
 			// Tests give each scenario its own client address through a trusted proxy hop.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,7 +31,10 @@ const (
 type Services struct {
 	GatewayURL string            // http://127.0.0.1:<port>
 	URLs       map[string]string // service name → base URL, all six
-	LogDir     string            // where <svc>.log files are; empty: our stderr
+	// MetricsURLs maps each process (replicas included) to its /metrics URL when
+	// ServicesOptions.Metrics is set.
+	MetricsURLs map[string]string
+	LogDir      string // where <svc>.log files are; empty: our stderr
 
 	logger   *slog.Logger
 	procs    map[string]*process
@@ -66,6 +70,9 @@ type ServicesOptions struct {
 	// Wrap prefixes a service's command, e.g. {"gateway": {"taskset", "-c", "1"}} to pin it to
 	// a core in benchmarks; the prefix must exec the binary so the PID stays the service's.
 	Wrap map[string][]string
+	// Metrics gives every process its own metrics listener on a free loopback port
+	// (LINKMESH_METRICS_ADDR), listed in Services.MetricsURLs.
+	Metrics bool
 }
 
 // CheckBinaries returns an error naming every service binary missing from
@@ -112,7 +119,7 @@ func StartServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 		return nil, fmt.Errorf("start services: %w", err)
 	}
 
-	s := &Services{URLs: make(map[string]string), LogDir: opts.LogDir, logger: logger, procs: make(map[string]*process), started: map[string]startedAs{}}
+	s := &Services{URLs: make(map[string]string), MetricsURLs: map[string]string{}, LogDir: opts.LogDir, logger: logger, procs: make(map[string]*process), started: map[string]startedAs{}}
 	for svc, addr := range addrs {
 		s.URLs[svc] = "http://" + addr
 	}
@@ -180,6 +187,15 @@ func (s *Services) startReplica(ctx context.Context, opts ServicesOptions, base 
 // startOne starts one service and waits for its readiness endpoint.
 func (s *Services) startOne(ctx context.Context, opts ServicesOptions, svc, binary string, env []string) error {
 	start := time.Now()
+	if opts.Metrics {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		env = append(slices.Clip(env), "LINKMESH_METRICS_ADDR="+addr)
+		s.MetricsURLs[svc] = "http://" + addr + "/metrics"
+	}
 	spec := processSpec{name: svc, path: filepath.Join(opts.BinDir, binary), env: env}
 	if w := opts.Wrap[binary]; len(w) > 0 { // every instance of the service alike
 		spec.args = append(append([]string{}, w[1:]...), spec.path)

@@ -38,6 +38,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	if err != nil {
 		return service.Parts{}, err
 	}
+	worker.Measure(env.Metrics)
 	folder := pipeline.Folder{Store: st, Redis: env.Stores.Redis, Logger: env.Logger, Now: now}
 	sweeper := mongodb.Sweeper{What: "raw clicks", Interval: time.Hour, Now: now, Logger: env.Logger,
 		Delete: func(ctx context.Context, now time.Time) (int64, error) {

@@ -133,6 +133,11 @@ func (s *Service) succeed(ctx context.Context, u User, rec LoginRecord) (auth.Se
 // write timed out may exist under another.
 func (s *Service) fail(ctx context.Context, rec LoginRecord, reason string, err error) error {
 	rec.ID, rec.Success, rec.Reason, rec.CreatedAt = newID(), false, reason, s.now().UTC()
+	result := "failure"
+	if reason == ReasonRateLimited {
+		result = "limited"
+	}
+	s.countAttempt(rec.Method, result)
 	if werr := s.store.InsertLoginRecord(context.WithoutCancel(ctx), rec); werr != nil {
 		s.log.ErrorContext(ctx, "write login record failed", "reason", reason, "err", werr)
 	}

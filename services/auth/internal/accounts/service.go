@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
@@ -29,6 +30,9 @@ type Options struct {
 	// Issuer and ClientID are the identity provider's public settings for IDPConfig.
 	Issuer   string
 	ClientID string
+	// Attempts, when set, counts login attempts by method (password, oidc) and result
+	// (success, failure, limited).
+	Attempts *prometheus.CounterVec
 	// Now is the clock; time.Now when nil.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -48,6 +52,7 @@ type Service struct {
 	now       func() time.Time
 	log       *slog.Logger
 	dummyHash string
+	attempts  *prometheus.CounterVec
 }
 
 // New builds a Service. It hashes a random password once, so that logins of unknown e-mails
@@ -74,7 +79,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	}
 	return &Service{store: opts.Store, quota: opts.Quota, idp: opts.IDP, hasher: opts.Hasher,
 		audit: opts.Audit, links: opts.Links, ttl: opts.SessionTTL, issuer: opts.Issuer, clientID: opts.ClientID, now: millis(opts.Now),
-		log: opts.Logger, dummyHash: dummy}, nil
+		log: opts.Logger, dummyHash: dummy, attempts: opts.Attempts}, nil
 }
 
 func newID() string { return bson.NewObjectID().Hex() }
@@ -136,7 +141,21 @@ func (s *Service) issue(ctx context.Context, u User, rec LoginRecord, now time.T
 		}
 		return auth.Session{}, err
 	}
+	if rec.Reason != ReasonRegistered {
+		s.countAttempt(rec.Method, "success")
+	}
 	return auth.Session{User: u.View(now), Token: token, ExpiresAt: sess.ExpiresAt}, nil
+}
+
+// countAttempt counts a login attempt's outcome; an ID-token login is an "oidc" one.
+func (s *Service) countAttempt(method, result string) {
+	if s.attempts == nil {
+		return
+	}
+	if method == MethodGoogle {
+		method = "oidc"
+	}
+	s.attempts.WithLabelValues(method, result).Inc()
 }
 
 func sessionInvalid() error { return errs.E(errs.KindUnauthenticated, "session expired or invalid") }

@@ -45,6 +45,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		SessionTTL: cfg.SessionTTL, Logger: env.Logger,
 		IDP:    idp.New(idp.Config{Issuer: cfg.OIDCIssuer, ClientID: cfg.OIDCClientID, JWKSURL: cfg.OIDCJWKSURL}),
 		Issuer: cfg.OIDCIssuer, ClientID: cfg.OIDCClientID,
+		Attempts: env.Metrics.CounterVec("login_attempts_total", "Login attempts by method (password, oidc) and result (success, failure, limited).", "method", "result"),
 	})
 	if err != nil {
 		return service.Parts{}, err

@@ -46,6 +46,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		cancelSub()
 		return service.Parts{}, err
 	}
+	measure(env.Metrics, cache, recorder)
 	gate := session.NewGate(authClient, env.Keys, ips,
 		clientip.NewKeyer(cfg.IdentitySecret.Reveal()), cfg.CookieSecure)
 	transport := otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(env.TracerProvider))

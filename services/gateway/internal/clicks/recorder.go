@@ -85,7 +85,23 @@ func (r *Recorder) Accepted() int64 {
 	return r.accepted
 }
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
-func (r *Recorder) Robots() int64  { return r.robots.Load() }
+
+// Lost counts the clicks the producer could not write: refused by its full queue, or given
+// up at shutdown with Redis away.
+func (r *Recorder) Lost() int64 { return r.producer.Dropped() + r.producer.Failed() }
+
+// Published counts the clicks written to the stream.
+func (r *Recorder) Published() int64 { return r.producer.Sent() }
+
+// Queue reports the visits and clicks waiting in the gateway (the recorder's queue and the
+// producer's) and how many both may hold.
+func (r *Recorder) Queue() (depth, capacity int64) {
+	r.mu.Lock()
+	n := len(r.pending)
+	r.mu.Unlock()
+	return int64(n) + r.producer.Pending(), int64(r.capacity) + r.producer.Capacity()
+}
+func (r *Recorder) Robots() int64 { return r.robots.Load() }
 
 // Run enriches queued visits and hands the clicks to the producer, which it runs too,
 // until ctx ends. Then it enriches what is still queued and lets the producer flush it all

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -77,6 +78,8 @@ type Cache struct {
 	// change. Hits never take it.
 	mu       sync.Mutex
 	inflight map[string]*fill
+
+	hits, misses, stored atomic.Int64
 }
 
 // fill is one fill in flight; stale is set when its code is invalidated meanwhile.
@@ -96,11 +99,13 @@ func NewCache(size int, resolver Resolver) *Cache {
 // is kept.
 func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (Entry, error) {
 	if e, ok := c.entries.Get(code); ok && now.Sub(e.fetched) < link.CacheTTL {
+		c.hits.Add(1)
 		if !now.Before(e.refreshAt) {
 			c.refresh(ctx, code, e, now)
 		}
 		return e, nil
 	}
+	c.misses.Add(1)
 	code = strings.Clone(code)
 	// The fill serves every waiter, so the first caller going away must not cancel it; it
 	// keeps the caller's trace.
@@ -163,6 +168,7 @@ func (c *Cache) fill(ctx context.Context, code string, now time.Time) (Entry, er
 	c.mu.Lock()
 	if !f.stale {
 		c.entries.Add(code, e)
+		c.stored.Add(1)
 	}
 	c.mu.Unlock()
 	return e, nil
@@ -184,6 +190,19 @@ func (c *Cache) Forget(code string) {
 
 // Len is the number of cached entries.
 func (c *Cache) Len() int { return c.entries.Len() }
+
+// Stats are the cache's running totals.
+type Stats struct {
+	// Hits are lookups answered from an entry, Misses lookups that waited for a fill (a
+	// visitor joining another's fill included), Fills the answers of the link service
+	// stored, refreshes included.
+	Hits, Misses, Fills int64
+}
+
+// Stats returns the totals so far.
+func (c *Cache) Stats() Stats {
+	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Fills: c.stored.Load()}
+}
 
 // Subscribe drops every code published on link.InvalidationChannel until ctx ends. go-redis
 // reconnects by itself; anything missed while disconnected expires within link.CacheTTL.

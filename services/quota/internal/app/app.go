@@ -29,7 +29,8 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 			LoginFailures: cfg.LoginMaxFailures, LoginWindow: cfg.LoginWindow, UserWindow: cfg.UserWindow}),
 		Logger: env.Logger,
 	})
-	quotahttp.Routes(env.Server.App(), env.Keys, limiter)
+	decisions := env.Metrics.CounterVec("quota_decisions_total", "Quota reservations by scope and decision (allowed, denied).", "scope", "decision")
+	quotahttp.Routes(env.Server.App(), env.Keys, limiter, decisions)
 	sweeper := mongodb.Sweeper{What: "quota buckets", Interval: store.SweepInterval, Delete: st.DeleteExpired,
 		Now: time.Now, Logger: env.Logger}
 	return service.Parts{Workers: []func(context.Context){sweeper.Run}}, nil

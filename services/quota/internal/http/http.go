@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/identity"
@@ -21,9 +22,10 @@ type Limiter interface {
 	Release(ctx context.Context, scope, key, id string) error
 }
 
-// Routes registers the internal routes behind the internal-token check.
-func Routes(app *fiber.App, keys *identity.Keys, limiter Limiter) {
-	h := handlers{limiter: limiter}
+// Routes registers the internal routes behind the internal-token check; decisions counts
+// every reservation's outcome by scope and decision (allowed or denied).
+func Routes(app *fiber.App, keys *identity.Keys, limiter Limiter, decisions *prometheus.CounterVec) {
+	h := handlers{limiter: limiter, decisions: decisions}
 	g := app.Group("/internal/quota", identity.Require(keys))
 	g.Post("/reserve", h.reserve)
 	g.Post("/release", h.release)
@@ -31,7 +33,8 @@ func Routes(app *fiber.App, keys *identity.Keys, limiter Limiter) {
 }
 
 type handlers struct {
-	limiter Limiter
+	limiter   Limiter
+	decisions *prometheus.CounterVec
 }
 
 // reserve answers 200 whether or not a unit was taken: "no room" is a normal outcome that the
@@ -45,6 +48,12 @@ func (h handlers) reserve(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// The scope is one the rules know, or ReserveLimit failed: the label stays bounded.
+	decision := "denied"
+	if d.Allowed {
+		decision = "allowed"
+	}
+	h.decisions.WithLabelValues(req.Scope, decision).Inc()
 	return c.JSON(reservation(d), fiber.MIMEApplicationJSONCharsetUTF8)
 }
 

@@ -1,0 +1,84 @@
+package metrics
+
+import (
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestMiddlewareLabelsByRouteTemplateAndAnsweredStatus(t *testing.T) {
+	reg := New("svc")
+	h := reg.HTTP()
+	app := fiber.New(fiber.Config{ErrorHandler: func(c *fiber.Ctx, err error) error {
+		code := fiber.StatusInternalServerError
+		var fe *fiber.Error
+		if errors.As(err, &fe) {
+			code = fe.Code
+		}
+		return c.Status(code).JSON(fiber.Map{"error": err.Error()})
+	}})
+	app.Use(h.Middleware())
+	app.Use(recover.New())
+	app.Use(func(c *fiber.Ctx) error { return c.Next() }) // a later middleware, as identity checks are
+	app.Get("/:code", func(c *fiber.Ctx) error { return c.Redirect("https://example.com/", fiber.StatusFound) })
+	app.Get("/api/gone", func(c *fiber.Ctx) error { return fiber.NewError(fiber.StatusGone, "expired") })
+	app.Get("/api/boom", func(c *fiber.Ctx) error { panic("boom") })
+
+	for _, target := range []string{"/abc123", "/zzz999", "/api/gone", "/api/boom", "/no/such/path/secret-token", "/api/gone/extra"} {
+		resp, err := app.Test(httptest.NewRequest("GET", target, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := map[[3]string]float64{
+		{"GET", "/:code", "302"}:    2,
+		{"GET", "/api/gone", "410"}: 1,
+		{"GET", "/api/boom", "500"}: 1,
+		{"GET", Unmatched, "404"}:   2,
+	}
+	for k, n := range want {
+		if got := testutil.ToFloat64(h.requests.WithLabelValues(k[0], k[1], k[2])); got != n {
+			t.Errorf("requests%v = %v, want %v", k, got, n)
+		}
+	}
+	if got := testutil.CollectAndCount(h.requests); got != len(want) {
+		t.Errorf("%d request series, want %d (a raw path became a label?)", got, len(want))
+	}
+	if got := testutil.CollectAndCount(h.duration); got != 4 {
+		t.Errorf("%d duration series, want 4", got)
+	}
+	if got := testutil.ToFloat64(h.inflight); got != 0 {
+		t.Errorf("in flight %v after every request was answered", got)
+	}
+	families, err := reg.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range families {
+		names = append(names, f.GetName())
+		for _, m := range f.GetMetric() {
+			svc := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "service" {
+					svc = l.GetValue()
+				}
+			}
+			if svc != "svc" {
+				t.Fatalf("%s has no service label", f.GetName())
+			}
+		}
+	}
+	all := strings.Join(names, " ")
+	for _, n := range []string{"go_goroutines", "process_resident_memory_bytes", "linkmesh_http_requests_total", "linkmesh_http_request_duration_seconds"} {
+		if !strings.Contains(all, n) {
+			t.Errorf("%s not exposed; have %s", n, all)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+{{/*
+What the code of each service needs, in one place: the peers it calls over HTTP (the
+env.Peer(pkgconfig.<Svc>, ...) calls in services/<svc>/internal/app/*.go), whether it owns a
+MongoDB database, the secret keys and the settings (keys of .Values.config) it reads. The peer
+URL variables, the NetworkPolicies, the ConfigMaps and the secretKeyRefs are all derived from
+it; tests/chart checks it against the code and the README's settings table.
+
+Services are listed in the order of their default local ports.
+*/}}
+{{- define "linkmesh.contract" -}}
+gateway:
+  calls: [auth, link, moderation]
+  mongodb: false
+  secrets: [LINKMESH_INTERNAL_SECRET, LINKMESH_REDIS_URL, LINKMESH_IDENTITY_SECRET, LINKMESH_CAPTCHA_VERIFY_URL, LINKMESH_CAPTCHA_SECRET]
+  settings: [baseURL, trustedProxies, redirectCacheSize, clickQueue, geoipDB, cookieSecure]
+auth:
+  calls: [quota, moderation, link]
+  mongodb: true
+  secrets: [LINKMESH_INTERNAL_SECRET, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI, LINKMESH_BOOTSTRAP_ADMIN_EMAIL, LINKMESH_BOOTSTRAP_ADMIN_PASSWORD, LINKMESH_OIDC_ISSUER, LINKMESH_OIDC_CLIENT_ID]
+  settings: [sessionTTL, loginRecordRetention, oidcJWKSURL]
+link:
+  calls: [quota, analytics, moderation]
+  mongodb: true
+  secrets: [LINKMESH_INTERNAL_SECRET, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
+  settings: [baseURL, dnsTimeout, dnsServer, dnsCacheTTL, dnsNegativeTTL]
+analytics:
+  calls: []
+  mongodb: true
+  secrets: [LINKMESH_INTERNAL_SECRET, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
+  settings: [clickRetention]
+moderation:
+  calls: [link, auth, analytics, quota]
+  mongodb: true
+  secrets: [LINKMESH_INTERNAL_SECRET, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
+  settings: []
+quota:
+  calls: []
+  mongodb: true
+  secrets: [LINKMESH_INTERNAL_SECRET, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
+  settings: [anonQuota, anonWindow, userWindow, loginMaxFailures, loginWindow]
+{{- end }}
+
+{{/* The services, in port order. */}}
+{{- define "linkmesh.serviceNames" -}}
+[gateway, auth, link, analytics, moderation, quota]
+{{- end }}
+
+{{/*
+The variable each key of .Values.config sets. Settings every service reads (log level, drain,
+debug address) are listed under "all" in linkmesh.commonSettings.
+*/}}
+{{- define "linkmesh.settingVariables" -}}
+logLevel: LINKMESH_LOG_LEVEL
+shutdownDrainSeconds: LINKMESH_SHUTDOWN_DRAIN
+debugAddr: LINKMESH_DEBUG_ADDR
+baseURL: LINKMESH_BASE_URL
+trustedProxies: LINKMESH_TRUSTED_PROXIES
+redirectCacheSize: LINKMESH_REDIRECT_CACHE_SIZE
+clickQueue: LINKMESH_CLICK_QUEUE
+geoipDB: LINKMESH_GEOIP_DB
+cookieSecure: LINKMESH_COOKIE_SECURE
+sessionTTL: LINKMESH_SESSION_TTL
+loginRecordRetention: LINKMESH_LOGIN_RECORD_RETENTION
+oidcJWKSURL: LINKMESH_OIDC_JWKS_URL
+dnsTimeout: LINKMESH_DNS_TIMEOUT
+dnsServer: LINKMESH_DNS_SERVER
+dnsCacheTTL: LINKMESH_DNS_CACHE_TTL
+dnsNegativeTTL: LINKMESH_DNS_NEGATIVE_TTL
+clickRetention: LINKMESH_CLICK_RETENTION
+anonQuota: LINKMESH_ANON_QUOTA
+anonWindow: LINKMESH_ANON_WINDOW
+userWindow: LINKMESH_USER_WINDOW
+loginMaxFailures: LINKMESH_LOGIN_MAX_FAILURES
+loginWindow: LINKMESH_LOGIN_WINDOW
+{{- end }}
+
+{{- define "linkmesh.commonSettings" -}}
+[logLevel, shutdownDrainSeconds, debugAddr]
+{{- end }}
+
+{{/* The Secret's keys, in the order .Values.secrets lists them, and which value holds each. */}}
+{{- define "linkmesh.secretKeys" -}}
+LINKMESH_INTERNAL_SECRET: {value: internalSecret, required: true}
+LINKMESH_IDENTITY_SECRET: {value: identitySecret, required: true}
+LINKMESH_MONGODB_URI: {value: mongodbURI, required: true}
+LINKMESH_REDIS_URL: {value: redisURL, required: true}
+LINKMESH_BOOTSTRAP_ADMIN_EMAIL: {value: bootstrapAdminEmail, required: false}
+LINKMESH_BOOTSTRAP_ADMIN_PASSWORD: {value: bootstrapAdminPassword, required: false}
+LINKMESH_CAPTCHA_VERIFY_URL: {value: captchaVerifyURL, required: false}
+LINKMESH_CAPTCHA_SECRET: {value: captchaSecret, required: false}
+LINKMESH_OIDC_ISSUER: {value: oidcIssuer, required: false}
+LINKMESH_OIDC_CLIENT_ID: {value: oidcClientID, required: false}
+{{- end }}

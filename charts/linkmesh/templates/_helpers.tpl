@@ -1,0 +1,168 @@
+{{/* Chart name. */}}
+{{- define "linkmesh.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 40 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Release-wide name prefix, at most 40 characters so that "<fullname>-moderation-metrics"
+(19 more) stays within the 63 of a Service name.
+*/}}
+{{- define "linkmesh.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "linkmesh.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The contract as a dict, and the list of services. */}}
+{{- define "linkmesh.contractOf" -}}
+{{- include "linkmesh.contract" . | fromYaml | toJson }}
+{{- end }}
+
+{{/* Labels every resource carries. Takes the root context. */}}
+{{- define "linkmesh.labels" -}}
+helm.sh/chart: {{ include "linkmesh.chart" . }}
+app.kubernetes.io/name: {{ include "linkmesh.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: linkmesh
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of one service's resources. Takes (dict "root" $ "name" <service>). */}}
+{{- define "linkmesh.serviceLabels" -}}
+{{ include "linkmesh.labels" .root }}
+app.kubernetes.io/component: {{ .name }}
+{{- end }}
+
+{{/* Selector of one service's pods. Takes (dict "root" $ "name" <service>). */}}
+{{- define "linkmesh.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "linkmesh.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .name }}
+{{- end }}
+
+{{/* Name of one service's resources: <fullname>-<service>. */}}
+{{- define "linkmesh.serviceName" -}}
+{{- printf "%s-%s" (include "linkmesh.fullname" .root) .name }}
+{{- end }}
+
+{{/* Base URL of a service for its peers. Takes (dict "root" $ "name" <service>). */}}
+{{- define "linkmesh.serviceURL" -}}
+{{- $svc := index .root.Values.services .name }}
+{{- printf "http://%s:%d" (include "linkmesh.serviceName" .) (int $svc.service.port) }}
+{{- end }}
+
+{{/* Image reference of a service. Takes (dict "root" $ "name" <service>). */}}
+{{- define "linkmesh.image" -}}
+{{- $img := (index .root.Values.services .name).image }}
+{{- $repo := $img.repository | default (printf "%s/%s" .root.Values.image.repository .name) }}
+{{- if .root.Values.image.registry }}
+{{- $repo = printf "%s/%s" .root.Values.image.registry $repo }}
+{{- end }}
+{{- $tag := $img.tag | default .root.Values.image.tag | default .root.Chart.AppVersion }}
+{{- if $img.digest }}
+{{- printf "%s:%s@%s" $repo $tag $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $repo $tag }}
+{{- end }}
+{{- end }}
+
+{{/* Name of the Secret every service reads its secret keys from. */}}
+{{- define "linkmesh.secretName" -}}
+{{- .Values.secrets.existingSecret | default (include "linkmesh.fullname" .) }}
+{{- end }}
+
+{{/*
+The data of the chart's Secret (when no existingSecret), base64-encoded, as YAML. The internal
+and identity secrets, unless set in values, are taken from the Secret already in the cluster
+(lookup; empty under `helm template`) or else generated: so they are made once, at install, and
+kept by every upgrade (the Secret also carries helm.sh/resource-policy: keep).
+*/}}
+{{- define "linkmesh.secretData" -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "linkmesh.fullname" .) | default dict }}
+{{- range $key, $spec := include "linkmesh.secretKeys" . | fromYaml }}
+{{- $value := index $.Values.secrets $spec.value }}
+{{- if and (not $value) (has $key (list "LINKMESH_INTERNAL_SECRET" "LINKMESH_IDENTITY_SECRET")) }}
+{{- $value = dig "data" $key "" $existing | b64dec }}
+{{- if not $value }}
+{{- $value = randAlphaNum 48 }}
+{{- end }}
+{{- end }}
+{{- if $value }}
+{{ $key }}: {{ $value | b64enc | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+What the pods' checksum/secret annotation hashes: the secret values (never the generated ones,
+which do not change) or, with an existingSecret, that Secret's data as the cluster has it, so
+a changed Secret rolls the pods on the next upgrade.
+*/}}
+{{- define "linkmesh.secretChecksum" -}}
+{{- if .Values.secrets.existingSecret }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace .Values.secrets.existingSecret | default dict }}
+{{- printf "%s/%s" .Values.secrets.existingSecret (dig "data" dict $existing | toJson) | sha256sum }}
+{{- else }}
+{{- toJson .Values.secrets | sha256sum }}
+{{- end }}
+{{- end }}
+
+{{/*
+Refuses values that would render, but not run: checked once, from NOTES.txt and every
+Deployment.
+*/}}
+{{- define "linkmesh.validate" -}}
+{{- $v := .Values }}
+{{- $drain := int $v.config.shutdownDrainSeconds }}
+{{- if le (int $v.terminationGracePeriodSeconds) (add $drain (int $v.shutdownTimeoutSeconds)) }}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must be greater than config.shutdownDrainSeconds (%d) + shutdownTimeoutSeconds (%d): the pod would be killed before it has drained and closed" (int $v.terminationGracePeriodSeconds) $drain (int $v.shutdownTimeoutSeconds)) }}
+{{- end }}
+{{- if and $v.mesh.istio.enabled $v.mesh.linkerd.enabled }}
+{{- fail "mesh.istio.enabled and mesh.linkerd.enabled: choose one service mesh" }}
+{{- end }}
+{{- if and $v.serviceMonitor.enabled (not $v.metrics.enabled) }}
+{{- fail "serviceMonitor.enabled needs metrics.enabled" }}
+{{- end }}
+{{- if eq (int $v.metrics.port) (int $v.containerPort) }}
+{{- fail "metrics.port must differ from containerPort" }}
+{{- end }}
+{{- if not $v.secrets.existingSecret }}
+{{- range $name := list "internalSecret" "identitySecret" }}
+{{- $s := index $v.secrets $name }}
+{{- if and $s (lt (len $s) 32) }}
+{{- fail (printf "secrets.%s must be at least 32 characters" $name) }}
+{{- end }}
+{{- end }}
+{{- if not $v.secrets.mongodbURI }}
+{{- fail "secrets.mongodbURI is required (or secrets.existingSecret)" }}
+{{- end }}
+{{- if not $v.secrets.redisURL }}
+{{- fail "secrets.redisURL is required (or secrets.existingSecret)" }}
+{{- end }}
+{{- range $pair := list (list "bootstrapAdminEmail" "bootstrapAdminPassword") (list "captchaVerifyURL" "captchaSecret") (list "oidcIssuer" "oidcClientID") }}
+{{- if ne (empty (index $v.secrets (first $pair))) (empty (index $v.secrets (last $pair))) }}
+{{- fail (printf "secrets.%s and secrets.%s must be set together" (first $pair) (last $pair)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- range $name, $svc := $v.services }}
+{{- if and $svc.autoscaling.enabled (lt (int $svc.autoscaling.maxReplicas) (int $svc.autoscaling.minReplicas)) }}
+{{- fail (printf "services.%s.autoscaling.maxReplicas must be at least minReplicas" $name) }}
+{{- end }}
+{{- end }}
+{{- end }}

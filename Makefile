@@ -5,9 +5,14 @@ MODULES  := pkg $(addprefix services/,$(SERVICES)) tests
 BIN      := $(CURDIR)/bin
 DATA     ?= $(CURDIR)/.linkmesh
 GO       ?= go
+# Pinned chart tools and offline Kubernetes schemas (deploy/tools/install.sh).
+TOOLS    := $(CURDIR)/.tools
+# The Go tests of tests/chart run inside chart-check, except under `make test`, where test-go
+# runs them with every other test.
+CHART_GO_TESTS ?= 1
 
 .DEFAULT_GOAL := help
-.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin fmt lint tidy clean
+.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin fmt lint tidy clean tools chart-check chart-docs
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -26,17 +31,18 @@ run: deps build geoip ## Run the whole system on this machine (gateway on :8080,
 geoip: ## Fetch the country database (ip-location-db, CC BY 4.0) into ./.linkmesh/geoip once
 	@deploy/local/fetch-geoip.sh $(DATA)/geoip
 
-test: deps build geoip lint ## Lint, then every test: unit, integration (real Redis + FerretDB/PostgreSQL), end-to-end
+test: CHART_GO_TESTS := 0
+test: deps build geoip lint chart-check ## Lint, check the Helm chart, then every test: unit, integration (real Redis + FerretDB/PostgreSQL), end-to-end
 	@LINKMESH_TEST_GEOIP_DB=$(DATA)/geoip/countries.mmdb $(BIN)/devstack exec -- $(MAKE) --no-print-directory test-go
 
 test-go: test-isolated ## (inside `make test`) go test -race over every module against the running datastores
 	@for m in $(MODULES); do \
 		echo "== go test $$m"; \
-		(cd $$m && LINKMESH_REQUIRE_INTEGRATION=1 LINKMESH_BIN_DIR=$(BIN) $(GO) test -race -count=1 -timeout 15m ./...) || exit 1; \
+		(cd $$m && LINKMESH_REQUIRE_INTEGRATION=1 LINKMESH_BIN_DIR=$(BIN) LINKMESH_HELM=$(TOOLS)/bin/helm $(GO) test -race -count=1 -timeout 15m ./...) || exit 1; \
 	done
 
 test-unit: ## Run only the tests that need no datastore (integration tests skip)
-	@for m in $(MODULES); do (cd $$m && $(GO) test -count=1 ./...) || exit 1; done
+	@for m in $(MODULES); do (cd $$m && $(if $(wildcard $(TOOLS)/bin/helm),LINKMESH_HELM=$(TOOLS)/bin/helm) $(GO) test -count=1 ./...) || exit 1; done
 
 test-isolated: ## Check that every module builds and vets on its own (GOWORK=off)
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) vet ./...) || exit 1; done
@@ -53,6 +59,15 @@ bench-admin: deps build ## The admin overview and link list with 1,000 and with 
 
 bench-owner: deps build ## Time an owner's list and dashboard with 20,000 links (p50 target 50 ms; slow on FerretDB today)
 	@$(BIN)/benchowner -bin $(BIN) -links 20000 -samples 20
+
+tools: ## Build the pinned chart tools (helm, kubeconform, helm-docs) and the offline Kubernetes JSON schemas into ./.tools
+	@deploy/tools/install.sh $(TOOLS)
+
+chart-check: tools ## Check the Helm chart offline: helm lint --strict, helm template | kubeconform -strict for every ci/ value set, its README, tests/chart
+	@CHART_GO_TESTS=$(CHART_GO_TESTS) deploy/tools/chart-check.sh $(TOOLS)
+
+chart-docs: tools ## Regenerate charts/linkmesh/README.md from Chart.yaml, values.yaml and README.md.gotmpl (helm-docs)
+	@$(TOOLS)/bin/helm-docs --chart-search-root charts --template-files README.md.gotmpl --log-level warning
 
 fmt: ## Format all Go code
 	@gofmt -w $(MODULES)

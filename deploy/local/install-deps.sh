@@ -87,12 +87,15 @@ ensure() {
 }
 
 find_redis() { find_binary redis-server; }
+# The Redis Cluster test forms its cluster with redis-cli.
+find_redis_cli() { find_binary redis-cli; }
 find_curl() { find_binary curl; }
 # The GeoIP fetch needs the system's CA bundle for HTTPS.
 find_cacerts() { [[ -s /etc/ssl/certs/ca-certificates.crt ]] && echo /etc/ssl/certs/ca-certificates.crt; }
 find_wrk() { find_binary wrk; }
 
 ensure redis-server redis-server find_redis
+ensure redis-cli redis-tools find_redis_cli
 ensure initdb postgresql find_initdb
 ensure wrk wrk find_wrk
 ensure curl curl find_curl

@@ -36,7 +36,7 @@ return 0`)
 type Leader struct {
 	// Key is the Redis key naming the replica that works.
 	Key    string
-	Redis  *redis.Client
+	Redis  redis.UniversalClient
 	Logger *slog.Logger
 	// What names the work in log lines.
 	What string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	neturl "net/url"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/extra/redisotel/v9"
@@ -13,10 +14,17 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Connect parses url, enables context deadlines on every command and tracing with tp, and
-// waits up to 10 seconds for a PING.
-func Connect(ctx context.Context, url string, tp trace.TracerProvider) (*redis.Client, error) {
-	opts, err := redis.ParseURL(url)
+// Connect opens the client url names, enables context deadlines on every command and
+// tracing with tp, and waits up to 10 seconds for a PING. url is one of
+//
+//	redis://[user:password@]host:port[/db]                  one server (rediss:// with TLS)
+//	redis+cluster://[user:password@]host:port?addr=host2:port&addr=…   a Redis Cluster
+//	redis+sentinel://[user:password@]sentinel:port?addr=…&master_name=name   behind Sentinel
+//
+// (rediss+cluster://, rediss+sentinel:// with TLS). Query parameters set client options as
+// go-redis reads them (dial_timeout=3s, pool_size=20, …).
+func Connect(ctx context.Context, url string, tp trace.TracerProvider) (redis.UniversalClient, error) {
+	client, err := open(url)
 	if err != nil {
 		// A *url.Error quotes the whole URL, password included; say only what is wrong.
 		var uerr *neturl.Error
@@ -25,9 +33,6 @@ func Connect(ctx context.Context, url string, tp trace.TracerProvider) (*redis.C
 		}
 		return nil, fmt.Errorf("parse redis url: %v", err)
 	}
-	opts.ContextTimeoutEnabled = true
-	opts.DialTimeout = 3 * time.Second
-	client := redis.NewClient(opts)
 	if err := redisotel.InstrumentTracing(client, redisotel.WithTracerProvider(tp), redisotel.WithDBStatement(false)); err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("instrument redis: %w", err)
@@ -41,7 +46,56 @@ func Connect(ctx context.Context, url string, tp trace.TracerProvider) (*redis.C
 	return client, nil
 }
 
+// open builds the client of url's kind, not yet connected.
+func open(url string) (redis.UniversalClient, error) {
+	scheme, rest, ok := strings.Cut(url, "://")
+	if !ok {
+		return nil, errors.New("redis url has no scheme")
+	}
+	base, kind, _ := strings.Cut(scheme, "+")
+	if base != "redis" && base != "rediss" {
+		return nil, fmt.Errorf("redis url scheme %q is not redis, rediss, redis+cluster or redis+sentinel", scheme)
+	}
+	plain := base + "://" + rest
+	switch kind {
+	case "":
+		opts, err := redis.ParseURL(plain)
+		if err != nil {
+			return nil, err
+		}
+		opts.ContextTimeoutEnabled, opts.DialTimeout = true, orDefault(opts.DialTimeout)
+		return redis.NewClient(opts), nil
+	case "cluster":
+		opts, err := redis.ParseClusterURL(plain)
+		if err != nil {
+			return nil, err
+		}
+		opts.ContextTimeoutEnabled, opts.DialTimeout = true, orDefault(opts.DialTimeout)
+		return redis.NewClusterClient(opts), nil
+	case "sentinel":
+		opts, err := redis.ParseFailoverURL(plain)
+		if err != nil {
+			return nil, err
+		}
+		if opts.MasterName == "" {
+			return nil, errors.New("redis+sentinel url needs master_name")
+		}
+		opts.ContextTimeoutEnabled, opts.DialTimeout = true, orDefault(opts.DialTimeout)
+		return redis.NewFailoverClient(opts), nil
+	}
+	return nil, fmt.Errorf("redis url scheme %q is not redis, rediss, redis+cluster or redis+sentinel", scheme)
+}
+
+// orDefault is our dial timeout unless the URL set one: a few seconds, so a service whose
+// Redis is away answers 503 rather than hanging on connects.
+func orDefault(d time.Duration) time.Duration {
+	if d == 0 {
+		return 3 * time.Second
+	}
+	return d
+}
+
 // Ping is a readiness check for the client.
-func Ping(client *redis.Client) func(context.Context) error {
+func Ping(client redis.UniversalClient) func(context.Context) error {
 	return func(ctx context.Context) error { return client.Ping(ctx).Err() }
 }

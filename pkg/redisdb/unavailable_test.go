@@ -207,7 +207,7 @@ func readCommand(r *bufio.Reader) (string, error) {
 	return first, nil
 }
 
-func quickClient(t *testing.T, addr string) *redis.Client {
+func quickClient(t *testing.T, addr string) redis.UniversalClient {
 	t.Helper()
 	client := redis.NewClient(&redis.Options{
 		Addr: addr, MaxRetries: -1, DisableIdentity: true, ContextTimeoutEnabled: true,

@@ -18,7 +18,7 @@ import (
 type Datastores struct {
 	Mongo *mongo.Client
 	DB    *mongo.Database
-	Redis *redis.Client
+	Redis redis.UniversalClient
 }
 
 // openDatastores connects to the datastores cfg configures, traced with tp.

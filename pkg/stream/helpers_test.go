@@ -74,7 +74,7 @@ func businessID(i int) string { return fmt.Sprintf("e%04d", i) }
 
 // add appends entries from..to-1 to s, each carrying its business id, and returns their
 // stream ids.
-func add(t *testing.T, rdb *redis.Client, s string, from, to int) []string {
+func add(t *testing.T, rdb redis.UniversalClient, s string, from, to int) []string {
 	t.Helper()
 	ids := make([]string, 0, to-from)
 	for i := from; i < to; i++ {
@@ -84,12 +84,12 @@ func add(t *testing.T, rdb *redis.Client, s string, from, to int) []string {
 	return ids
 }
 
-func pending(t *testing.T, rdb *redis.Client, s, group string) *redis.XPending {
+func pending(t *testing.T, rdb redis.UniversalClient, s, group string) *redis.XPending {
 	t.Helper()
 	return must(rdb.XPending(context.Background(), s, group).Result())(t)
 }
 
-func xlen(t *testing.T, rdb *redis.Client, s string) int64 {
+func xlen(t *testing.T, rdb redis.UniversalClient, s string) int64 {
 	t.Helper()
 	return must(rdb.XLen(context.Background(), s).Result())(t)
 }
@@ -140,7 +140,7 @@ type proxy struct {
 }
 
 // redisBehindProxy returns a client of the test Redis whose connections go through a proxy.
-func redisBehindProxy(t *testing.T) (*redis.Client, *proxy) {
+func redisBehindProxy(t *testing.T) (redis.UniversalClient, *proxy) {
 	t.Helper()
 	_, url := testenv.URIs(t)
 	opts := must(redis.ParseURL(url))(t)

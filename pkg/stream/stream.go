@@ -48,9 +48,15 @@ const (
 )
 
 // DeadStream names the stream that receives the poison entries of stream. A worker writes
-// there and acknowledges in one transaction, so on a Redis Cluster the stream's name needs
-// a hash tag ("{clicks}") to keep both in one slot.
-func DeadStream(stream string) string { return stream + ":dead" }
+// there and acknowledges in one transaction, so on a Redis Cluster both must share a slot:
+// the name is stream in a hash tag ("{clicks}:dead" hashes as "clicks" does), unless stream
+// carries a tag of its own.
+func DeadStream(stream string) string {
+	if strings.Contains(stream, "{") {
+		return stream + ":dead"
+	}
+	return "{" + stream + "}:dead"
+}
 
 // DefaultConsumer returns a consumer name unique to this process: the hostname, which
 // tells an operator where a consumer runs, and a random suffix, because two replicas on one

@@ -12,7 +12,7 @@ import (
 )
 
 // consume has group read count new entries and acknowledge the first acked of them.
-func consume(t *testing.T, rdb *redis.Client, s, group string, count, acked int) {
+func consume(t *testing.T, rdb redis.UniversalClient, s, group string, count, acked int) {
 	t.Helper()
 	ctx := context.Background()
 	if err := rdb.XGroupCreate(ctx, s, group, "0").Err(); err != nil {
@@ -38,24 +38,24 @@ func TestTrimAcknowledged(t *testing.T) {
 	const n = 30
 	for _, tc := range []struct {
 		name  string
-		setup func(t *testing.T, rdb *redis.Client, s string)
+		setup func(t *testing.T, rdb redis.UniversalClient, s string)
 		// trimmed is how many entries go; the first kept is the trimmed-th.
 		trimmed int
 	}{
-		{name: "no group", setup: func(*testing.T, *redis.Client, string) {}},
-		{name: "every group acknowledged everything", trimmed: n, setup: func(t *testing.T, rdb *redis.Client, s string) {
+		{name: "no group", setup: func(*testing.T, redis.UniversalClient, string) {}},
+		{name: "every group acknowledged everything", trimmed: n, setup: func(t *testing.T, rdb redis.UniversalClient, s string) {
 			consume(t, rdb, s, "g1", n, n)
 			consume(t, rdb, s, "g2", n, n)
 		}},
-		{name: "a group has read nothing", setup: func(t *testing.T, rdb *redis.Client, s string) {
+		{name: "a group has read nothing", setup: func(t *testing.T, rdb redis.UniversalClient, s string) {
 			consume(t, rdb, s, "g1", n, n)
 			consume(t, rdb, s, "g2", 0, 0)
 		}},
-		{name: "a group lags", trimmed: 15, setup: func(t *testing.T, rdb *redis.Client, s string) {
+		{name: "a group lags", trimmed: 15, setup: func(t *testing.T, rdb redis.UniversalClient, s string) {
 			consume(t, rdb, s, "g1", n, n)
 			consume(t, rdb, s, "g2", 15, 15)
 		}},
-		{name: "a group holds pending entries", trimmed: 10, setup: func(t *testing.T, rdb *redis.Client, s string) {
+		{name: "a group holds pending entries", trimmed: 10, setup: func(t *testing.T, rdb redis.UniversalClient, s string) {
 			consume(t, rdb, s, "g1", 20, 10)
 			consume(t, rdb, s, "g2", n, n)
 		}},

@@ -69,7 +69,7 @@ func Mongo(t testing.TB) *mongo.Database {
 
 // Redis connects to the test Redis server. Tests share it, so they must use unique keys
 // (see Name).
-func Redis(t testing.TB) *redis.Client {
+func Redis(t testing.TB) redis.UniversalClient {
 	t.Helper()
 	_, url := URIs(t)
 	client, err := redisdb.Connect(context.Background(), url, noop.NewTracerProvider())

@@ -39,7 +39,7 @@ func TestAnonymousQuota(t *testing.T) {
 	shorten(t, other, `{"url":"https://93.184.216.34/other-after-flush"}`)
 }
 
-func redisClient(t *testing.T) *redis.Client {
+func redisClient(t *testing.T) redis.UniversalClient {
 	t.Helper()
 	opts, err := redis.ParseURL(redisURL)
 	if err != nil {

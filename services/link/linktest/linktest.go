@@ -28,7 +28,7 @@ type Change = links.Change
 // Set applies ch to the link with code in db (the link service's own database) and drops
 // every cached copy of it through rdb: the link service's Redis copy at once, every
 // gateway's copy by the invalidation broadcast.
-func Set(ctx context.Context, db *mongo.Database, rdb *redis.Client, code string, ch Change) error {
+func Set(ctx context.Context, db *mongo.Database, rdb redis.UniversalClient, code string, ch Change) error {
 	st, err := store.New(ctx, db)
 	if err != nil {
 		return err

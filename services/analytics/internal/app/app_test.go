@@ -19,7 +19,7 @@ import (
 	"github.com/linkmesh/linkmesh/services/analytics/internal/config"
 )
 
-func xadd(t *testing.T, rdb *redis.Client, values map[string]any) {
+func xadd(t *testing.T, rdb redis.UniversalClient, values map[string]any) {
 	t.Helper()
 	if err := rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: analytics.Stream, Values: values}).Err(); err != nil {
 		t.Fatal(err)

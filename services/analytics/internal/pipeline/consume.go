@@ -25,7 +25,7 @@ const Group = "analytics"
 //
 // A save is bounded by saveTimeout, well inside the fold's slotGrace: the clicks it stores
 // carry the slot the save began in, and that slot must not be folded before they land.
-func Handler(st *store.Store, rdb *redis.Client, log *slog.Logger, now func() time.Time) stream.Handler {
+func Handler(st *store.Store, rdb redis.UniversalClient, log *slog.Logger, now func() time.Time) stream.Handler {
 	memoryFailures := &logging.Limiter{Every: time.Minute}
 	return func(ctx context.Context, msgs []stream.Message) error {
 		clicks := make([]analytics.Click, 0, len(msgs))
@@ -72,7 +72,7 @@ func visitorKey(id string) string { return "linkmesh:analytics:visitor:" + id }
 const visitorMemory = 48 * time.Hour
 
 // storedVisitors are the ids Redis remembers as stored; none when Redis cannot say.
-func storedVisitors(ctx context.Context, rdb *redis.Client, ids []string) (map[string]bool, error) {
+func storedVisitors(ctx context.Context, rdb redis.UniversalClient, ids []string) (map[string]bool, error) {
 	out := map[string]bool{}
 	if len(ids) == 0 {
 		return out, nil
@@ -94,7 +94,7 @@ func storedVisitors(ctx context.Context, rdb *redis.Client, ids []string) (map[s
 }
 
 // markVisitors remembers the newly stored ids; a failure only costs speed later.
-func markVisitors(ctx context.Context, rdb *redis.Client, ids []string, stored map[string]bool) {
+func markVisitors(ctx context.Context, rdb redis.UniversalClient, ids []string, stored map[string]bool) {
 	pipe := rdb.Pipeline()
 	n := 0
 	for _, id := range ids {

@@ -24,7 +24,7 @@ const slotGrace = 15 * time.Second
 // the one that works, so no two replicas ever update a rollup at once.
 type Folder struct {
 	Store  *store.Store
-	Redis  *redis.Client
+	Redis  redis.UniversalClient
 	Logger *slog.Logger
 	Now    func() time.Time
 	// Interval is how often the leader looks for closed slots (default 1s).

@@ -27,11 +27,11 @@ return redis.call('GET', KEYS[1])`)
 // saltGrace after its day, so no one can recompute an older day's hashes. (The Enricher
 // keeps the day's keyed hash, so this is asked once a day.)
 type RedisSalts struct {
-	rdb *redis.Client
+	rdb redis.UniversalClient
 }
 
 // NewRedisSalts returns salts kept in rdb.
-func NewRedisSalts(rdb *redis.Client) *RedisSalts { return &RedisSalts{rdb: rdb} }
+func NewRedisSalts(rdb redis.UniversalClient) *RedisSalts { return &RedisSalts{rdb: rdb} }
 
 // Salt implements Salts.
 func (s *RedisSalts) Salt(day string) ([]byte, error) {

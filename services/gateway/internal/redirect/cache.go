@@ -207,7 +207,7 @@ func (c *Cache) Stats() Stats {
 // Subscribe drops every code published on link.InvalidationChannel until ctx ends. go-redis
 // reconnects by itself; anything missed while disconnected expires within link.CacheTTL.
 // It returns once the subscription is confirmed, so no later broadcast is missed.
-func (c *Cache) Subscribe(ctx context.Context, rdb *redis.Client, log *slog.Logger) error {
+func (c *Cache) Subscribe(ctx context.Context, rdb redis.UniversalClient, log *slog.Logger) error {
 	sub := rdb.Subscribe(ctx, link.InvalidationChannel)
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

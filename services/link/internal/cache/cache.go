@@ -61,12 +61,12 @@ return 1`)
 
 // Redis is the link service's Redis cache.
 type Redis struct {
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	log *slog.Logger
 }
 
 // New returns a cache over rdb.
-func New(rdb *redis.Client, log *slog.Logger) *Redis { return &Redis{rdb: rdb, log: log} }
+func New(rdb redis.UniversalClient, log *slog.Logger) *Redis { return &Redis{rdb: rdb, log: log} }
 
 // Get returns the cached view of code and its version, in one round trip; cached is false on
 // a miss or a Redis failure, so the caller falls back to the database.

@@ -39,7 +39,7 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 type env struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	db    *mongo.Database
 	clock *clock
 	key   string

@@ -15,13 +15,13 @@ import (
 // These tests run the rules against the real Redis with a controllable ledger, to force the
 // failure and race orderings that the real MongoDB cannot be made to produce on demand.
 
-func newRedisLimiter(t *testing.T, rdb *redis.Client, ledger Ledger, clock *testClock, limit int) *Limiter {
+func newRedisLimiter(t *testing.T, rdb redis.UniversalClient, ledger Ledger, clock *testClock, limit int) *Limiter {
 	t.Helper()
 	return New(Options{Redis: rdb, Ledger: ledger, Now: clock.Now,
 		Scopes: Scopes(Sizes{AnonLimit: limit, AnonWindow: 24 * time.Hour})})
 }
 
-func zcard(t *testing.T, rdb *redis.Client, key string) int64 {
+func zcard(t *testing.T, rdb redis.UniversalClient, key string) int64 {
 	t.Helper()
 	n, err := rdb.ZCard(context.Background(), keysFor(scope, key).units).Result()
 	if err != nil {

@@ -13,13 +13,13 @@ import (
 )
 
 // newMiniLimiter is a Limiter on miniredis, for the rules that need no real Redis.
-func newMiniLimiter(t *testing.T, limit int, win time.Duration) (*Limiter, *memLedger, *testClock, *redis.Client) {
+func newMiniLimiter(t *testing.T, limit int, win time.Duration) (*Limiter, *memLedger, *testClock, redis.UniversalClient) {
 	t.Helper()
 	l, ledger, clock, rdb, _ := newMiniLimiterServer(t, limit, win)
 	return l, ledger, clock, rdb
 }
 
-func newMiniLimiterServer(t *testing.T, limit int, win time.Duration) (*Limiter, *memLedger, *testClock, *redis.Client, *miniredis.Miniredis) {
+func newMiniLimiterServer(t *testing.T, limit int, win time.Duration) (*Limiter, *memLedger, *testClock, redis.UniversalClient, *miniredis.Miniredis) {
 	t.Helper()
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})

@@ -36,6 +36,8 @@ type options struct {
 	loadCPU  string
 	minRatio float64
 	profile  string
+	// tracingRounds measure tracing's cost (phase 1b).
+	tracingRounds int
 }
 
 func main() {
@@ -50,6 +52,7 @@ func main() {
 	flag.StringVar(&o.serveCPU, "serve-cpu", "1", "core the server under test runs on")
 	flag.StringVar(&o.loadCPU, "load-cpu", "0", "core wrk runs on")
 	flag.Float64Var(&o.minRatio, "min-ratio", minRatio, "least full-stack/baseline throughput ratio that passes; below it the exit status is 1")
+	flag.IntVar(&o.tracingRounds, "tracing-rounds", 3, "alternating rounds of the gateway with tracing at 1 % and without (0 skips them)")
 	flag.StringVar(&o.profile, "gateway-profile", "", "write CPU profiles of the gateway over the full stack's runs of rounds 1-4 to FILE-1 … FILE-4")
 	flag.Parse()
 
@@ -69,7 +72,8 @@ func main() {
 
 func run(ctx context.Context, o options) error {
 	pin := []string{"taskset", "-c", o.serveCPU}
-	sopts := stack.ServicesOptions{BinDir: o.bin, Wrap: map[string][]string{"gateway": pin}}
+	// The gateway is measured as the Helm chart deploys it: Prometheus metrics on.
+	sopts := stack.ServicesOptions{BinDir: o.bin, Wrap: map[string][]string{"gateway": pin}, Metrics: true}
 	if o.profile != "" {
 		sopts.ServiceEnv = map[string]map[string]string{"gateway": {"LINKMESH_DEBUG_ADDR": debugAddr}}
 	}
@@ -161,6 +165,14 @@ func run(ctx context.Context, o options) error {
 	}
 	b, f := median(baseRPS), median(fullRPS)
 	fmt.Printf("\nmedian req/s: baseline %.0f, full stack %.0f → %.2f×; every round must reach %.2f× with p99 ≤ %.0f ms\n", b, f, f/b, o.minRatio, maxP99ms)
+
+	if o.tracingRounds > 0 {
+		tr, err := runTracing(ctx, o, svcs, codes, luaPath, o.tracingRounds)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, tr)
+	}
 
 	var recorded int64
 	for _, n := range fullRequests {

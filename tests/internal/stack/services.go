@@ -320,6 +320,21 @@ func (s *Services) RestartService(ctx context.Context, name string) error {
 	return s.startOne(ctx, st.opts, name, st.binary, st.env)
 }
 
+// RestartServiceWith starts a stopped service again with env added to (or replacing in) the
+// environment it was started with; later restarts keep it.
+func (s *Services) RestartServiceWith(ctx context.Context, name string, env map[string]string) error {
+	st, ok := s.started[name]
+	if !ok {
+		return fmt.Errorf("restart %s: never started", name)
+	}
+	more := slices.Clip(st.env)
+	for k, v := range env {
+		more = append(more, k+"="+v) // the last value of a name wins
+	}
+	s.started[name] = startedAs{opts: st.opts, binary: st.binary, env: more}
+	return s.RestartService(ctx, name)
+}
+
 // Stop sends SIGTERM to the gateways and waits for them (up to 10 s, then
 // SIGKILL), so requests in flight can still reach the backends; then it does
 // the same for the other services together. Signals go by PID. Safe to call

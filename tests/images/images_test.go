@@ -164,8 +164,25 @@ type file struct {
 	data []byte
 }
 
+// read caches files by image digest: unpacking a layer is slow under -race.
+var read sync.Map
+
 // files reads every entry of every layer, in order, failing on one met twice.
 func files(t *testing.T, img v1.Image) map[string]file {
+	t.Helper()
+	digest, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs, ok := read.Load(digest); ok {
+		return fs.(map[string]file)
+	}
+	fs := readFiles(t, img)
+	read.Store(digest, fs)
+	return fs
+}
+
+func readFiles(t *testing.T, img v1.Image) map[string]file {
 	t.Helper()
 	layers, err := img.Layers()
 	if err != nil {

@@ -160,7 +160,6 @@ config.linkerd.io/skip-inbound-ports: {{ $v.metrics.port | toString | quote }}
 {{- $existing := $root.Values.secrets.existingSecret }}
 {{- range $key := $c.secrets }}
 {{- $spec := index $keys $key }}
-{{- $generated := has $key (list "LINKMESH_INTERNAL_SECRET" "LINKMESH_IDENTITY_SECRET") }}
 {{- if or $existing $spec.required (index $root.Values.secrets $spec.value) }}
 - name: {{ $key }}
   valueFrom:

@@ -81,6 +81,7 @@ func TestBadValuesRefused(t *testing.T) {
 		{"sampler", []string{"otel.sampler=sometimes"}, schemaError},
 		{"root user", []string{"runAsUser=0"}, schemaError},
 		{"mongodb scheme", []string{"secrets.mongodbURI=postgres://db"}, schemaError},
+		{"redis scheme", []string{"secrets.redisURL=memcached://cache:11211"}, schemaError},
 		{"whenUnsatisfiable", []string{"topologySpreadConstraints[0].whenUnsatisfiable=Never"}, schemaError},
 		{"grace period shorter than drain and shutdown", []string{"terminationGracePeriodSeconds=20"}, "terminationGracePeriodSeconds (20) must be greater than"},
 		{"both meshes", []string{"mesh.istio.enabled=true", "mesh.linkerd.enabled=true"}, "choose one service mesh"},
@@ -102,6 +103,8 @@ func TestBadValuesRefused(t *testing.T) {
 		{"config.shutdownDrainSeconds=60", "terminationGracePeriodSeconds=76"},
 		{"secrets.internalSecret=" + strings.Repeat("x", 32)},
 		{"services.gateway.podDisruptionBudget.maxUnavailable=50%"},
+		{"secrets.redisURL=redis+sentinel://sentinel:26379?addr=sentinel-2:26379&master_name=main"},
+		{"secrets.redisURL=rediss+cluster://redis-0:6379?addr=redis-1:6379"},
 	} {
 		if _, err := helmTemplate(t, nil, set...); err != nil {
 			t.Errorf("--set %v: %v", set, err)

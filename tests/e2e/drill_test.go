@@ -118,3 +118,56 @@ func drill(t *testing.T, crash func()) {
 		t.Fatalf("%d raw clicks stored (%v), want exactly %d", stored, err, drillClicks)
 	}
 }
+
+// TestWarmRedirectsOutliveTheLinkService: the link service is killed (SIGKILL) and stays
+// down for longer than the cache bound (link.CacheTTL, 30 s). Warm codes keep redirecting on
+// both gateways the whole time, from the last answer the link service gave; creation answers
+// 503 with the envelope and takes no quota unit; once the link service is back, everything
+// answers as before.
+func TestWarmRedirectsOutliveTheLinkService(t *testing.T) {
+	ctx := context.Background()
+	ip := newClientIP()
+	code, _ := shorten(t, ip, `{"url":"https://93.184.216.34/outage"}`)
+	gateways := []string{gw, gw2}
+	visit := func(base string) int {
+		req, _ := http.NewRequest(http.MethodGet, base+"/"+code, nil)
+		req.Header.Set("User-Agent", firefoxLinux)
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, base := range gateways {
+		if s := visit(base); s != http.StatusFound {
+			t.Fatalf("warm-up visit on %s: %d", base, s)
+		}
+	}
+	services.KillService("link")
+	t.Cleanup(func() { _ = services.RestartService(ctx, "link") })
+	start := time.Now()
+	statuses := map[int]int{}
+	for time.Since(start) < 40*time.Second {
+		for _, base := range gateways {
+			statuses[visit(base)]++
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	create := do(t, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/during-outage"}`, ip)
+	if err := services.RestartService(ctx, "link"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("40 s with the link service down: redirect answers by status %v; creation %d", statuses, create.status)
+	if len(statuses) != 1 || statuses[http.StatusFound] == 0 {
+		t.Errorf("warm redirects during a 40 s link service outage answered %v, want only 302", statuses)
+	}
+	create.wantError(t, http.StatusServiceUnavailable, "link service unavailable")
+	// The failed creation took no unit: the client still has 9 of its 10.
+	for i := range 9 {
+		if r := do(t, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/after-`+itoa(i)+`"}`, ip); r.status != 201 {
+			t.Fatalf("creation %d after the outage: %d %s", i+2, r.status, r.body)
+		}
+	}
+	do(t, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/one-too-many"}`, ip).wantError(t, 429, "anonymous link quota exceeded")
+}

@@ -15,6 +15,7 @@ func measure(reg *metrics.Registry, cache *redirect.Cache, rec *clicks.Recorder)
 	reg.CounterFunc("redirect_cache_hits_total", "Redirect lookups answered from the cache.", stat(func(s redirect.Stats) int64 { return s.Hits }))
 	reg.CounterFunc("redirect_cache_misses_total", "Redirect lookups that waited for the link service.", stat(func(s redirect.Stats) int64 { return s.Misses }))
 	reg.CounterFunc("redirect_cache_fills_total", "Link service answers stored in the cache, background refreshes included.", stat(func(s redirect.Stats) int64 { return s.Fills }))
+	reg.CounterFunc("redirect_cache_stale_total", "Redirects answered from an expired entry while the link service could not be reached.", stat(func(s redirect.Stats) int64 { return s.Stale }))
 	reg.GaugeFunc("redirect_cache_entries", "Codes held in the redirect cache.", func() float64 { return float64(cache.Len()) })
 
 	reg.GaugeFunc("click_queue_depth", "Visits and clicks waiting in the gateway for the clicks stream.", func() float64 {

@@ -4,6 +4,7 @@ package redirect
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -30,6 +31,10 @@ type Entry struct {
 	// between refreshFrom and refreshTo after fetched, spread so that codes filled together
 	// do not all refresh together.
 	refreshAt time.Time
+	// stale is set once a fill of the expired entry found the link service unreachable: the
+	// entry then answers, up to StaleFor past link.CacheTTL, while fills are retried in the
+	// background.
+	stale bool
 }
 
 // A hit on an entry older than its refresh point is answered from the entry while one fill
@@ -40,6 +45,14 @@ const (
 	refreshFrom = link.CacheTTL / 2
 	refreshTo   = link.CacheTTL * 5 / 6
 )
+
+// StaleFor is how long past link.CacheTTL an entry still answers while the link service
+// cannot be reached (its fills fail as unavailable or time out), so that a link service
+// outage does not take every warm short link down with it. Invalidations still apply: a code
+// the link service changed is dropped at once and never served stale. An entry's state at
+// the outage (a link disabled meanwhile by a service that could not tell the gateway) is
+// what visitors get, for at most this long.
+const StaleFor = 15 * time.Minute
 
 // Resolver asks the link service; *link.Client satisfies it.
 type Resolver interface {
@@ -79,7 +92,7 @@ type Cache struct {
 	mu       sync.Mutex
 	inflight map[string]*fill
 
-	hits, misses, stored atomic.Int64
+	hits, staleHits, misses, stored atomic.Int64
 }
 
 // fill is one fill in flight; stale is set when its code is invalidated meanwhile.
@@ -98,12 +111,20 @@ func NewCache(size int, resolver Resolver) *Cache {
 // entry is older than link.CacheTTL. code may alias a request buffer; it is copied before it
 // is kept.
 func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (Entry, error) {
-	if e, ok := c.entries.Get(code); ok && now.Sub(e.fetched) < link.CacheTTL {
-		c.hits.Add(1)
-		if !now.Before(e.refreshAt) {
-			c.refresh(ctx, code, e, now)
+	e, cached := c.entries.Get(code)
+	if cached {
+		age := now.Sub(e.fetched)
+		if age < link.CacheTTL || (e.stale && age < link.CacheTTL+StaleFor) {
+			if age < link.CacheTTL {
+				c.hits.Add(1)
+			} else {
+				c.staleHits.Add(1)
+			}
+			if !now.Before(e.refreshAt) {
+				c.refresh(ctx, code, e, now)
+			}
+			return e, nil
 		}
-		return e, nil
 	}
 	c.misses.Add(1)
 	code = strings.Clone(code)
@@ -112,9 +133,33 @@ func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (Entry, 
 	fctx := context.WithoutCancel(ctx)
 	v, err, _ := c.fills.Do(code, func() (any, error) { return c.fill(fctx, code, now) })
 	if err != nil {
+		if cached && unreachable(err) && now.Sub(e.fetched) < link.CacheTTL+StaleFor && c.markStale(code, e, now) {
+			c.staleHits.Add(1)
+			return e, nil
+		}
 		return Entry{}, err
 	}
 	return v.(Entry), nil
+}
+
+// unreachable tells a link service that cannot answer from one that answered.
+func unreachable(err error) bool {
+	return errs.IsKind(err, errs.KindUnavailable) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// markStale lets the expired entry e of code answer while the link service is away, unless
+// it was invalidated or replaced meanwhile; the next fill is tried refreshRetry later, in
+// the background.
+func (c *Cache) markStale(code string, e Entry, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur, ok := c.entries.Peek(code)
+	if !ok || !cur.fetched.Equal(e.fetched) {
+		return false
+	}
+	cur.stale, cur.refreshAt = true, now.Add(refreshRetry)
+	c.entries.Add(code, cur)
+	return true
 }
 
 // refreshRetry is how long after starting a refresh the entry may start another, should
@@ -195,13 +240,14 @@ func (c *Cache) Len() int { return c.entries.Len() }
 type Stats struct {
 	// Hits are lookups answered from an entry, Misses lookups that waited for a fill (a
 	// visitor joining another's fill included), Fills the answers of the link service
-	// stored, refreshes included.
-	Hits, Misses, Fills int64
+	// stored, refreshes included, Stale the answers of expired entries while the link
+	// service could not be reached.
+	Hits, Misses, Fills, Stale int64
 }
 
 // Stats returns the totals so far.
 func (c *Cache) Stats() Stats {
-	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Fills: c.stored.Load()}
+	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Fills: c.stored.Load(), Stale: c.staleHits.Load()}
 }
 
 // Subscribe drops every code published on link.InvalidationChannel until ctx ends. go-redis

@@ -410,3 +410,84 @@ func TestCacheIsBounded(t *testing.T) {
 		t.Fatalf("cache holds %d entries, want 5", c.Len())
 	}
 }
+
+// While the link service cannot be reached, an expired entry keeps answering for StaleFor,
+// with fills retried in the background; an invalidated code is never served stale, and the
+// first good fill ends the stale answers.
+func TestStaleEntriesAnswerWhileTheLinkServiceIsAway(t *testing.T) {
+	res := &fakeResolver{links: map[string]link.Resolved{
+		"warm": {DestinationURL: "https://e.example/w", ExpiresAt: now.Add(24 * time.Hour)},
+		"gone": {DestinationURL: "https://e.example/g", ExpiresAt: now.Add(24 * time.Hour)},
+	}}
+	c := NewCache(10, res)
+	ctx := context.Background()
+	for _, code := range []string{"warm", "gone"} {
+		if _, err := c.Lookup(ctx, code, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res.mu.Lock()
+	res.fail = errs.Unavailable("link service unavailable", nil)
+	res.mu.Unlock()
+	c.Forget("gone") // a change the link service announced before it went away
+
+	later := now.Add(link.CacheTTL + time.Second)
+	if e, err := c.Lookup(ctx, "warm", later); err != nil || !e.Found || e.DestinationURL != "https://e.example/w" {
+		t.Fatalf("expired entry during the outage: %+v, %v", e, err)
+	}
+	if _, err := c.Lookup(ctx, "gone", later); !errs.IsKind(err, errs.KindUnavailable) {
+		t.Fatalf("an invalidated code was answered during the outage: %v", err)
+	}
+	calls := res.calls.Load()
+	for i := range 50 { // answered at once, without a fill each
+		if e, err := c.Lookup(ctx, "warm", later.Add(time.Duration(i)*time.Millisecond)); err != nil || !e.Found {
+			t.Fatalf("stale hit %d: %+v, %v", i, e, err)
+		}
+	}
+	if n := res.calls.Load() - calls; n != 0 {
+		t.Fatalf("stale hits within the retry interval asked the link service %d times", n)
+	}
+	if e, err := c.Lookup(ctx, "warm", now.Add(link.CacheTTL+StaleFor-time.Second)); err != nil || !e.Found {
+		t.Fatalf("just inside the stale bound: %+v, %v", e, err)
+	}
+	if _, err := c.Lookup(ctx, "warm", now.Add(link.CacheTTL+StaleFor+time.Second)); !errs.IsKind(err, errs.KindUnavailable) {
+		t.Fatalf("past the stale bound the entry still answered: %v", err)
+	}
+	if s := c.Stats(); s.Stale < 52 {
+		t.Fatalf("stale answers counted %d, want ≥ 52", s.Stale)
+	}
+
+	// Back: the background retry stores a fresh entry, and stale answers stop.
+	c2 := NewCache(10, res)
+	res.mu.Lock()
+	res.fail = nil
+	res.mu.Unlock()
+	if _, err := c2.Lookup(ctx, "warm", now); err != nil {
+		t.Fatal(err)
+	}
+	res.mu.Lock()
+	res.fail = errs.Unavailable("link service unavailable", nil)
+	res.mu.Unlock()
+	if _, err := c2.Lookup(ctx, "warm", later); err != nil {
+		t.Fatal(err)
+	}
+	res.mu.Lock()
+	res.fail = nil
+	res.links["warm"] = link.Resolved{DestinationURL: "https://e.example/new", ExpiresAt: now.Add(24 * time.Hour)}
+	res.mu.Unlock()
+	retry := later.Add(refreshRetry)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		e, err := c2.Lookup(ctx, "warm", retry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.DestinationURL == "https://e.example/new" && !e.stale {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the entry was never refreshed once the link service was back: %+v", e)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -12,7 +12,7 @@ TOOLS    := $(CURDIR)/.tools
 CHART_GO_TESTS ?= 1
 
 .DEFAULT_GOAL := help
-.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin fmt lint tidy clean tools chart-check chart-docs
+.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin drills fmt lint tidy clean tools chart-check chart-docs
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -59,6 +59,9 @@ bench-admin: deps build ## The admin overview and link list with 1,000 and with 
 
 bench-owner: deps build ## Time an owner's list and dashboard with 20,000 links (p50 target 50 ms; slow on FerretDB today)
 	@$(BIN)/benchowner -bin $(BIN) -links 20000 -samples 20
+
+drills: deps build geoip ## The fault drills and the hostile input, longer: a 10-minute fuzz of the gateway (LINKMESH_FUZZ_DURATION), the crash and outage drills, the Redis Cluster run
+	@LINKMESH_TEST_GEOIP_DB=$(DATA)/geoip/countries.mmdb $(BIN)/devstack exec -- bash -c 'cd tests && LINKMESH_REQUIRE_INTEGRATION=1 LINKMESH_BIN_DIR=$(BIN) LINKMESH_FUZZ_DURATION=$${LINKMESH_FUZZ_DURATION:-10m} $(GO) test -count=1 -timeout 60m -v -run "TestHostileInputCorpus|TestMalformedHTTP|TestFuzzGateway|TestClicksSurviveAnalyticsCrash|TestWarmRedirectsOutliveTheLinkService" ./e2e/ && LINKMESH_REQUIRE_INTEGRATION=1 LINKMESH_BIN_DIR=$(BIN) $(GO) test -count=1 -v ./cluster/'
 
 tools: ## Build the pinned chart tools (helm, kubeconform, helm-docs) and the offline Kubernetes JSON schemas into ./.tools
 	@deploy/tools/install.sh $(TOOLS)

@@ -37,7 +37,7 @@ quota:
   calls: []
   mongodb: true
   secrets: [LINKMESH_INTERNAL_SECRET, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
-  settings: [anonQuota, anonWindow, userWindow, loginMaxFailures, loginWindow]
+  settings: [anonQuota, anonWindow, userWindow, loginMaxFailures, loginMaxFailuresPerEmail, loginWindow]
 {{- end }}
 
 {{/* The services, in port order. */}}
@@ -71,6 +71,7 @@ anonQuota: LINKMESH_ANON_QUOTA
 anonWindow: LINKMESH_ANON_WINDOW
 userWindow: LINKMESH_USER_WINDOW
 loginMaxFailures: LINKMESH_LOGIN_MAX_FAILURES
+loginMaxFailuresPerEmail: LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL
 loginWindow: LINKMESH_LOGIN_WINDOW
 {{- end }}
 

@@ -15,11 +15,15 @@ import (
 const (
 	// ScopeAnonymousCreate counts anonymous link creations per identity key.
 	ScopeAnonymousCreate = "anonymous_create"
-	// ScopeLoginEmail and ScopeLoginIP count failed logins per e-mail (keyed by a hash of
-	// it) and per identity key: a unit is reserved before the password is checked and
-	// released when it was right, so only failures stay counted.
-	ScopeLoginEmail = "login_email"
-	ScopeLoginIP    = "login_ip"
+	// ScopeLoginEmailClient and ScopeLoginEmail count failed password logins: per pair of
+	// e-mail and client identity key (keyed by a hash of the pair), and per e-mail over all
+	// clients (keyed by a hash of it) up to a much higher ceiling, so that one stranger
+	// cannot keep a known account locked out. A unit is reserved before the password is
+	// checked and released when it was right, so only failures stay counted.
+	ScopeLoginEmailClient = "login_email_client"
+	ScopeLoginEmail       = "login_email"
+	// ScopeLoginIP counts failed ID-token logins per client identity key, the same way.
+	ScopeLoginIP = "login_ip"
 	// ScopeUserCreate counts a registered user's link creations per user id, up to the
 	// account's own quota_limit, which every reservation carries.
 	ScopeUserCreate = "user_create"

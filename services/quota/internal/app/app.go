@@ -26,7 +26,8 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		Redis:  env.Stores.Redis,
 		Ledger: st,
 		Scopes: window.Scopes(window.Sizes{AnonLimit: cfg.AnonQuota, AnonWindow: cfg.AnonWindow,
-			LoginFailures: cfg.LoginMaxFailures, LoginWindow: cfg.LoginWindow, UserWindow: cfg.UserWindow}),
+			LoginFailures: cfg.LoginMaxFailures, LoginFailuresPerEmail: cfg.LoginMaxFailuresPerEmail,
+			LoginWindow: cfg.LoginWindow, UserWindow: cfg.UserWindow}),
 		Logger: env.Logger,
 	})
 	decisions := env.Metrics.CounterVec("quota_decisions_total", "Quota reservations by scope and decision (allowed, denied).", "scope", "decision")

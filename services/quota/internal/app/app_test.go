@@ -38,6 +38,7 @@ func boot(t *testing.T) *service {
 	cfg := &config.Config{}
 	b := testenv.Boot(t, pkgservice.For(pkgconfig.Quota, cfg, app.Wire), func() {
 		cfg.AnonQuota, cfg.AnonWindow, cfg.LoginMaxFailures, cfg.LoginWindow = 2, time.Hour, 3, 15*time.Minute
+		cfg.LoginMaxFailuresPerEmail = 5
 	})
 	token, err := b.Keys.Sign(identity.Anonymous)
 	if err != nil {
@@ -151,20 +152,21 @@ func TestProbes(t *testing.T) {
 	}
 }
 
-// The login scopes exist with the configured limit and window (3 per 15 minutes here).
+// The login scopes exist with the configured limits and window: 3 per 15 minutes per client
+// (with an e-mail or alone), 5 per e-mail over all clients.
 func TestLoginScopes(t *testing.T) {
 	s := boot(t)
-	for _, scope := range []string{quota.ScopeLoginEmail, quota.ScopeLoginIP} {
+	for scope, limit := range map[string]int{quota.ScopeLoginEmailClient: 3, quota.ScopeLoginIP: 3, quota.ScopeLoginEmail: 5} {
 		req := quota.ReserveRequest{Scope: scope, Key: testenv.Name("k")}
-		for i := 1; i <= 3; i++ {
+		for i := 1; i <= limit; i++ {
 			r, err := s.client.Reserve(s.ctx(), req)
-			if err != nil || !r.Allowed || r.Limit != 3 || r.WindowSeconds != 900 || r.Used != i {
+			if err != nil || !r.Allowed || r.Limit != limit || r.WindowSeconds != 900 || r.Used != i {
 				t.Fatalf("%s reserve %d = %+v, %v", scope, i, r, err)
 			}
 		}
 		r, err := s.client.Reserve(s.ctx(), req)
 		if err != nil || r.Allowed || r.RetryAfterSeconds < 890 || r.RetryAfterSeconds > 900 {
-			t.Fatalf("%s 4th reserve = %+v, %v; want denied for about 15 minutes", scope, r, err)
+			t.Fatalf("%s reserve %d = %+v, %v; want denied for about 15 minutes", scope, limit+1, r, err)
 		}
 	}
 }

@@ -23,10 +23,15 @@ type Config struct {
 	// UserWindow is the sliding window of a registered user's quota_limit creations.
 	UserWindow time.Duration `env:"LINKMESH_USER_WINDOW" envDefault:"720h"`
 
-	// LoginMaxFailures is how many failed logins one e-mail, and separately one client
-	// identity key, may have per LoginWindow before logins answer 429.
+	// LoginMaxFailures is how many failed password logins one pair of e-mail and client
+	// identity key, and how many failed ID-token logins one client identity key, may have
+	// per LoginWindow before logins answer 429.
 	LoginMaxFailures int `env:"LINKMESH_LOGIN_MAX_FAILURES" envDefault:"10"`
-	// LoginWindow is the sliding window of LoginMaxFailures.
+	// LoginMaxFailuresPerEmail is the ceiling of failed password logins of one e-mail over
+	// all clients per LoginWindow: it stops an attack spread over many clients, and is much
+	// higher than LoginMaxFailures so that one stranger cannot lock the owner out.
+	LoginMaxFailuresPerEmail int `env:"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL" envDefault:"100"`
+	// LoginWindow is the sliding window of both.
 	LoginWindow time.Duration `env:"LINKMESH_LOGIN_WINDOW" envDefault:"15m"`
 }
 
@@ -45,6 +50,10 @@ func (c *Config) Validate() error {
 	if c.LoginMaxFailures < 1 {
 		return errors.New("LINKMESH_LOGIN_MAX_FAILURES must be at least 1")
 	}
+	// A ceiling below the per-client limit would let one client lock the e-mail out again.
+	if c.LoginMaxFailuresPerEmail < c.LoginMaxFailures {
+		return errors.New("LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL must be at least LINKMESH_LOGIN_MAX_FAILURES")
+	}
 	if c.LoginWindow < time.Minute {
 		return errors.New("LINKMESH_LOGIN_WINDOW must be at least 1m")
 	}
@@ -58,6 +67,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("anon_window", c.AnonWindow.String()),
 		slog.String("user_window", c.UserWindow.String()),
 		slog.Int("login_max_failures", c.LoginMaxFailures),
+		slog.Int("login_max_failures_per_email", c.LoginMaxFailuresPerEmail),
 		slog.String("login_window", c.LoginWindow.String()),
 	)
 }

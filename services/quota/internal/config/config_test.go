@@ -26,6 +26,7 @@ func TestLoadDefaults(t *testing.T) {
 	t.Setenv("LINKMESH_ANON_QUOTA", "")
 	t.Setenv("LINKMESH_ANON_WINDOW", "")
 	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES", "")
+	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL", "")
 	t.Setenv("LINKMESH_LOGIN_WINDOW", "")
 	cfg, err := load()
 	if err != nil {
@@ -33,7 +34,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if cfg.ListenAddr != "127.0.0.1:8085" || cfg.Database != "linkmesh_quota" ||
 		cfg.AnonQuota != 10 || cfg.AnonWindow != 24*time.Hour ||
-		cfg.LoginMaxFailures != 10 || cfg.LoginWindow != 15*time.Minute {
+		cfg.LoginMaxFailures != 10 || cfg.LoginMaxFailuresPerEmail != 100 || cfg.LoginWindow != 15*time.Minute {
 		t.Fatalf("defaults = %+v", cfg)
 	}
 }
@@ -45,43 +46,48 @@ func TestLoadReadsSettings(t *testing.T) {
 	t.Setenv("LINKMESH_ANON_QUOTA", "3")
 	t.Setenv("LINKMESH_ANON_WINDOW", "90m")
 	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES", "5")
+	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL", "5")
 	t.Setenv("LINKMESH_LOGIN_WINDOW", "1h")
 	cfg, err := load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.ListenAddr != "127.0.0.1:9000" || cfg.Database != "q" || cfg.AnonQuota != 3 || cfg.AnonWindow != 90*time.Minute ||
-		cfg.LoginMaxFailures != 5 || cfg.LoginWindow != time.Hour {
+		cfg.LoginMaxFailures != 5 || cfg.LoginMaxFailuresPerEmail != 5 || cfg.LoginWindow != time.Hour {
 		t.Fatalf("config = %+v", cfg)
 	}
 }
 
 func TestLoadRejects(t *testing.T) {
 	cases := map[string]map[string]string{
-		"short secret":            {"LINKMESH_INTERNAL_SECRET": "short"},
-		"zero quota":              {"LINKMESH_ANON_QUOTA": "0"},
-		"tiny window":             {"LINKMESH_ANON_WINDOW": "30s"},
-		"bad window":              {"LINKMESH_ANON_WINDOW": "a day"},
-		"non-int quota":           {"LINKMESH_ANON_QUOTA": "ten"},
-		"zero login failures":     {"LINKMESH_LOGIN_MAX_FAILURES": "0"},
-		"negative login failures": {"LINKMESH_LOGIN_MAX_FAILURES": "-1"},
-		"non-int login failures":  {"LINKMESH_LOGIN_MAX_FAILURES": "many"},
-		"tiny login window":       {"LINKMESH_LOGIN_WINDOW": "59s"},
-		"bad login window":        {"LINKMESH_LOGIN_WINDOW": "15"},
+		"short secret":              {"LINKMESH_INTERNAL_SECRET": "short"},
+		"zero quota":                {"LINKMESH_ANON_QUOTA": "0"},
+		"tiny window":               {"LINKMESH_ANON_WINDOW": "30s"},
+		"bad window":                {"LINKMESH_ANON_WINDOW": "a day"},
+		"non-int quota":             {"LINKMESH_ANON_QUOTA": "ten"},
+		"zero login failures":       {"LINKMESH_LOGIN_MAX_FAILURES": "0"},
+		"negative login failures":   {"LINKMESH_LOGIN_MAX_FAILURES": "-1"},
+		"non-int login failures":    {"LINKMESH_LOGIN_MAX_FAILURES": "many"},
+		"zero per-email ceiling":    {"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL": "0"},
+		"ceiling below per-client":  {"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL": "9"},
+		"non-int per-email ceiling": {"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL": "lots"},
+		"tiny login window":         {"LINKMESH_LOGIN_WINDOW": "59s"},
+		"bad login window":          {"LINKMESH_LOGIN_WINDOW": "15"},
 	}
 	base := map[string]string{"LINKMESH_INTERNAL_SECRET": secret, "LINKMESH_ANON_QUOTA": "10", "LINKMESH_ANON_WINDOW": "24h",
-		"LINKMESH_LOGIN_MAX_FAILURES": "10", "LINKMESH_LOGIN_WINDOW": "15m"}
+		"LINKMESH_LOGIN_MAX_FAILURES": "10", "LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL": "100", "LINKMESH_LOGIN_WINDOW": "15m"}
 	testenv.RefusesConfig(t, base, cases, func() error { _, err := load(); return err })
 }
 
 // The start-up line lists the service's own settings (pkg/service logs the shared ones).
 func TestLogValueListsSettings(t *testing.T) {
-	cfg := Config{AnonQuota: 10, AnonWindow: time.Hour, LoginMaxFailures: 7, LoginWindow: 20 * time.Minute}
+	cfg := Config{AnonQuota: 10, AnonWindow: time.Hour, LoginMaxFailures: 7, LoginMaxFailuresPerEmail: 70, LoginWindow: 20 * time.Minute}
 	var buf bytes.Buffer
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("starting", "config", &cfg)
 	out := buf.String()
 	if !strings.Contains(out, `"anon_quota":10`) || !strings.Contains(out, `"anon_window":"1h0m0s"`) ||
-		!strings.Contains(out, `"login_max_failures":7`) || !strings.Contains(out, `"login_window":"20m0s"`) {
+		!strings.Contains(out, `"login_max_failures":7`) || !strings.Contains(out, `"login_max_failures_per_email":70`) ||
+		!strings.Contains(out, `"login_window":"20m0s"`) {
 		t.Fatalf("log lacks the settings: %s", out)
 	}
 }

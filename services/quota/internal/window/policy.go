@@ -29,10 +29,13 @@ const MaxCallerLimit = 1_000_000
 type Sizes struct {
 	AnonLimit  int
 	AnonWindow time.Duration
-	// LoginFailures is how many failed logins one e-mail (and, separately, one identity
-	// key) may have per LoginWindow.
+	// LoginFailures is how many failed logins one pair of e-mail and identity key may have
+	// per LoginWindow (password logins), and one identity key alone (ID-token logins).
 	LoginFailures int
-	LoginWindow   time.Duration
+	// LoginFailuresPerEmail is the ceiling of failed password logins of one e-mail over all
+	// clients per LoginWindow.
+	LoginFailuresPerEmail int
+	LoginWindow           time.Duration
 	// UserWindow is the sliding window of registered users' creations.
 	UserWindow time.Duration
 }
@@ -43,8 +46,9 @@ func Scopes(s Sizes) map[string]Policy {
 		quota.ScopeAnonymousCreate: {Limit: s.AnonLimit, Window: s.AnonWindow, Anonymous: true},
 		// Login counters belong to callers who are not (yet) logged in. The auth service
 		// releases the unit of a successful login, so only failures stay counted.
-		quota.ScopeLoginEmail: {Limit: s.LoginFailures, Window: s.LoginWindow, Anonymous: true},
-		quota.ScopeLoginIP:    {Limit: s.LoginFailures, Window: s.LoginWindow, Anonymous: true},
+		quota.ScopeLoginEmailClient: {Limit: s.LoginFailures, Window: s.LoginWindow, Anonymous: true},
+		quota.ScopeLoginEmail:       {Limit: s.LoginFailuresPerEmail, Window: s.LoginWindow, Anonymous: true},
+		quota.ScopeLoginIP:          {Limit: s.LoginFailures, Window: s.LoginWindow, Anonymous: true},
 		// Registered users' creations, keyed by user id, limited by each account's quota_limit.
 		quota.ScopeUserCreate: {Window: s.UserWindow, PerCaller: true},
 		// Abuse reports, keyed by the reporter's identity key whether signed in or not.

@@ -12,13 +12,15 @@ import (
 )
 
 func TestScopeTable(t *testing.T) {
-	table := Scopes(Sizes{AnonLimit: 10, AnonWindow: 24 * time.Hour, LoginFailures: 4, LoginWindow: 15 * time.Minute, UserWindow: 720 * time.Hour})
+	table := Scopes(Sizes{AnonLimit: 10, AnonWindow: 24 * time.Hour, LoginFailures: 4, LoginFailuresPerEmail: 40,
+		LoginWindow: 15 * time.Minute, UserWindow: 720 * time.Hour})
 	want := map[string]Policy{
-		quota.ScopeAnonymousCreate: {Limit: 10, Window: 24 * time.Hour, Anonymous: true},
-		quota.ScopeLoginEmail:      {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
-		quota.ScopeLoginIP:         {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
-		quota.ScopeUserCreate:      {Window: 720 * time.Hour, PerCaller: true},
-		quota.ScopeReport:          {Limit: 20, Window: time.Hour, Anonymous: true},
+		quota.ScopeAnonymousCreate:  {Limit: 10, Window: 24 * time.Hour, Anonymous: true},
+		quota.ScopeLoginEmailClient: {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
+		quota.ScopeLoginEmail:       {Limit: 40, Window: 15 * time.Minute, Anonymous: true},
+		quota.ScopeLoginIP:          {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
+		quota.ScopeUserCreate:       {Window: 720 * time.Hour, PerCaller: true},
+		quota.ScopeReport:           {Limit: 20, Window: time.Hour, Anonymous: true},
 	}
 	if len(table) != len(want) {
 		t.Fatalf("scope table has %d rows, want %d: %+v", len(table), len(want), table)
@@ -31,14 +33,14 @@ func TestScopeTable(t *testing.T) {
 }
 
 // The login scopes count separately from each other and from anonymous creation, each with
-// the login limit and window.
+// its limit (the per-e-mail ceiling its own) and the login window.
 func TestLoginScopesCountOnTheirOwn(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	clock := newClock()
 	l := New(Options{Redis: rdb, Ledger: newLedger(), Now: clock.Now,
-		Scopes: Scopes(Sizes{AnonLimit: 5, AnonWindow: 24 * time.Hour, LoginFailures: 2, LoginWindow: 15 * time.Minute})})
+		Scopes: Scopes(Sizes{AnonLimit: 5, AnonWindow: 24 * time.Hour, LoginFailures: 2, LoginFailuresPerEmail: 3, LoginWindow: 15 * time.Minute})})
 	ctx := context.Background()
 	reserve := func(scope, key string) Decision {
 		t.Helper()
@@ -49,13 +51,22 @@ func TestLoginScopesCountOnTheirOwn(t *testing.T) {
 		return d
 	}
 	for i := range 2 {
-		if d := reserve(quota.ScopeLoginEmail, "k"); !d.Allowed || d.Limit != 2 || d.Window != 15*time.Minute {
+		if d := reserve(quota.ScopeLoginEmailClient, "k"); !d.Allowed || d.Limit != 2 || d.Window != 15*time.Minute {
+			t.Fatalf("login_email_client unit %d = %+v", i+1, d)
+		}
+	}
+	denied := reserve(quota.ScopeLoginEmailClient, "k")
+	if denied.Allowed || denied.RetryAfter != 15*time.Minute {
+		t.Fatalf("third login_email_client unit = %+v; want denied for 15m", denied)
+	}
+	// The per-e-mail ceiling has a limit of its own.
+	for i := range 3 {
+		if d := reserve(quota.ScopeLoginEmail, "k"); !d.Allowed || d.Limit != 3 || d.Used != i+1 {
 			t.Fatalf("login_email unit %d = %+v", i+1, d)
 		}
 	}
-	denied := reserve(quota.ScopeLoginEmail, "k")
-	if denied.Allowed || denied.RetryAfter != 15*time.Minute {
-		t.Fatalf("third login_email unit = %+v; want denied for 15m", denied)
+	if d := reserve(quota.ScopeLoginEmail, "k"); d.Allowed {
+		t.Fatalf("fourth login_email unit = %+v; want denied", d)
 	}
 	// The same key in the other scopes is untouched.
 	if d := reserve(quota.ScopeLoginIP, "k"); !d.Allowed || d.Used != 1 {
@@ -76,7 +87,9 @@ func TestLoginScopesCountOnTheirOwn(t *testing.T) {
 		t.Fatalf("login_ip over the limit = %+v; want denied", d)
 	}
 	clock.Advance(15 * time.Minute)
-	if d := reserve(quota.ScopeLoginEmail, "k"); !d.Allowed {
-		t.Fatalf("login_email after the window = %+v; want allowed", d)
+	for _, scope := range []string{quota.ScopeLoginEmailClient, quota.ScopeLoginEmail} {
+		if d := reserve(scope, "k"); !d.Allowed {
+			t.Fatalf("%s after the window = %+v; want allowed", scope, d)
+		}
 	}
 }

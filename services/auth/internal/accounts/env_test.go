@@ -88,6 +88,17 @@ func (q *fakeQuota) used(scope, key string) int {
 	return len(q.units[scope+"|"+key])
 }
 
+// total returns the units counted over every scope and key.
+func (q *fakeQuota) total() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, units := range q.units {
+		n += len(units)
+	}
+	return n
+}
+
 func (q *fakeQuota) setDown(down bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

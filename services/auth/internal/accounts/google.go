@@ -25,10 +25,10 @@ func idpNotConfigured() error {
 // Google logs in with an identity provider ID token. The first login creates the account; a
 // verified e-mail of an existing, unlinked account links that account (see link).
 //
-// Each attempt first takes one unit of the client's failed-login window, the one password
-// logins use, and a successful one gives it back. Forged tokens are thus limited like
-// password guesses; each of them could otherwise make the verifier fetch the provider's
-// keys again (a token with an unknown kid does).
+// Each attempt first takes one unit of the client's failed ID-token login window, and a
+// successful one gives it back. Forged tokens are thus limited like password guesses; each
+// of them could otherwise make the verifier fetch the provider's keys again (a token with an
+// unknown kid does).
 func (s *Service) Google(ctx context.Context, caller identity.Caller, req auth.GoogleRequest) (auth.Session, error) {
 	if strings.TrimSpace(req.IDToken) == "" {
 		return auth.Session{}, errs.Invalid("id_token is required")

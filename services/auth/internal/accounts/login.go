@@ -34,8 +34,9 @@ func badCredentials() error { return errs.E(errs.KindUnauthenticated, "invalid e
 
 // Login checks e-mail and password and issues a fresh session. Failures from a wrong e-mail
 // or a wrong password are indistinguishable in message and (through the dummy hash) in
-// timing. Each attempt first takes one unit of the per-e-mail and the per-client failure
-// windows; a successful login gives both back, so only failures stay counted.
+// timing. Each attempt first takes one unit of the failure window of its pair of e-mail and
+// client and one of the e-mail's ceiling over all clients (see reserveLogin); a successful
+// login gives both back, so only failures stay counted.
 func (s *Service) Login(ctx context.Context, caller identity.Caller, req auth.LoginRequest) (auth.Session, error) {
 	creds, err := ValidateLogin(req)
 	if err != nil {

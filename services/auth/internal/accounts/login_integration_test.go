@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 )
 
@@ -22,7 +24,7 @@ func hexSHA(s string) string { sum := sha256.Sum256([]byte(s)); return hex.Encod
 // raw IP.
 func TestLoginRecordsForEveryAttemptKind(t *testing.T) {
 	e := newEnv(t)
-	e.quota.limits[quota.ScopeLoginIP] = 100 // this test is about the e-mail window
+	e.quota.limits[quota.ScopeLoginEmail] = 100 // this test is about the window of an e-mail and a client
 	ctx := context.Background()
 	anon := caller("", "")
 	ada := e.register(t, "ada@example.com")
@@ -75,7 +77,8 @@ func TestLoginRecordsForEveryAttemptKind(t *testing.T) {
 	e.quota.setDown(true)
 	check(login("ada@example.com", "correct-horse"), errs.KindUnavailable, "quota service unavailable", want{"ada@example.com", "", "unavailable", false})
 	e.quota.setDown(false)
-	// Exhaust ada's e-mail window: 5 units, 1 already counted (the wrong password).
+	// Exhaust the window of ada and this client: 5 units, 1 already counted (the wrong
+	// password).
 	for range 4 {
 		_ = login("ada@example.com", "wrong-horse")
 		wants = append(wants, want{"ada@example.com", ada.ID, "wrong_password", false})
@@ -125,39 +128,101 @@ func TestLoginRecordsForEveryAttemptKind(t *testing.T) {
 }
 
 // Only failures stay counted: a successful login gives back both units; a failed one keeps
-// them. Keys are the e-mail's hash and the client's identity key, never the e-mail.
+// them. Keys are hashes of the pair (e-mail, client) and of the e-mail, never the e-mail;
+// the client's ID-token window is not touched by password logins.
 func TestOnlyFailuresStayCounted(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.register(t, "ada@example.com")
-	key := hexSHA("ada@example.com")
+	key, pair := hexSHA("ada@example.com"), hexSHA(hexSHA("ada@example.com")+ipA)
 	for range 3 {
 		if _, err := e.svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: "Ada@Example.com", Password: "correct-horse"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, m := e.quota.used(quota.ScopeLoginEmail, key), e.quota.used(quota.ScopeLoginIP, ipA); n != 0 || m != 0 {
-		t.Fatalf("after 3 successes %d e-mail and %d client units are counted, want 0", n, m)
+	if n, m := e.quota.used(quota.ScopeLoginEmail, key), e.quota.used(quota.ScopeLoginEmailClient, pair); n != 0 || m != 0 {
+		t.Fatalf("after 3 successes %d e-mail and %d pair units are counted, want 0", n, m)
 	}
 	if _, err := e.svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: "ada@example.com", Password: "nope-nope"}); err == nil {
 		t.Fatal("wrong password accepted")
 	}
-	if n, m := e.quota.used(quota.ScopeLoginEmail, key), e.quota.used(quota.ScopeLoginIP, ipA); n != 1 || m != 1 {
-		t.Fatalf("after a failure %d e-mail and %d client units are counted, want 1 and 1", n, m)
+	if n, m := e.quota.used(quota.ScopeLoginEmail, key), e.quota.used(quota.ScopeLoginEmailClient, pair); n != 1 || m != 1 {
+		t.Fatalf("after a failure %d e-mail and %d pair units are counted, want 1 and 1", n, m)
+	}
+	if n := e.quota.used(quota.ScopeLoginIP, ipA); n != 0 {
+		t.Fatalf("a password failure took %d units of the client's ID-token window", n)
 	}
 	for k := range e.quota.units {
 		if strings.Contains(k, "ada") {
 			t.Fatalf("the raw e-mail reached the quota service: %q", k)
 		}
 	}
-	// When the client window is full the e-mail unit is given back.
-	e.quota.limit = 1
+	// When the e-mail's ceiling is full the pair's unit is given back.
+	e.quota.limits[quota.ScopeLoginEmail] = 0
 	_, err := e.svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: "other@example.com", Password: "whatever-1"})
 	if e, ok := errs.As(err); !ok || e.Kind != errs.KindTooMany || e.RetryAfter != 600*time.Second {
-		t.Fatalf("login with the client window full = %v; want 429 with Retry-After 600s", err)
+		t.Fatalf("login with the e-mail's ceiling full = %v; want 429 with Retry-After 600s", err)
 	}
-	if n := e.quota.used(quota.ScopeLoginEmail, hexSHA("other@example.com")); n != 0 {
-		t.Fatalf("the e-mail unit of a refused attempt stayed counted (%d)", n)
+	if n := e.quota.used(quota.ScopeLoginEmailClient, hexSHA(hexSHA("other@example.com")+ipA)); n != 0 {
+		t.Fatalf("the pair unit of a refused attempt stayed counted (%d)", n)
+	}
+}
+
+// A stranger failing from one client fills only the window of their pair: the owner, from
+// another client, still gets in, and the stranger's refused attempts no longer reach the
+// e-mail's ceiling. Failures spread over many clients meet the ceiling, which then refuses
+// every client, the owner's too, while other e-mails are unaffected.
+func TestStrangerCannotLockTheOwnerOut(t *testing.T) {
+	e := newEnv(t)
+	e.quota.limits[quota.ScopeLoginEmail] = 12 // per pair: 5
+	ctx := context.Background()
+	e.register(t, "ada@example.com")
+	e.register(t, "bob@example.com")
+	from := func(i int) identity.Caller {
+		c := caller("", "")
+		c.IPHash = fmt.Sprintf("%064x", i)
+		return c
+	}
+	login := func(c identity.Caller, email, pw string) error {
+		_, err := e.svc.Login(ctx, c, auth.LoginRequest{Email: email, Password: pw})
+		return err
+	}
+	stranger, owner := from(1), from(2)
+	for range 5 {
+		wantErr(t, login(stranger, "ada@example.com", "guess-guess"), errs.KindUnauthenticated, "invalid email or password")
+	}
+	for range 10 {
+		wantErr(t, login(stranger, "ada@example.com", "correct-horse"), errs.KindTooMany, "too many failed login attempts")
+	}
+	if n := e.quota.used(quota.ScopeLoginEmail, hexSHA("ada@example.com")); n != 5 {
+		t.Fatalf("the e-mail's ceiling counts %d units; want the stranger's 5 failures, not the refused attempts", n)
+	}
+	if err := login(owner, "ada@example.com", "correct-horse"); err != nil {
+		t.Fatalf("the owner from another client: %v", err)
+	}
+	// The stranger's own logins to another account are not held against them.
+	if err := login(stranger, "bob@example.com", "correct-horse"); err != nil {
+		t.Fatalf("the stranger's client with another e-mail: %v", err)
+	}
+	// Spread over clients: 7 more failures fill the ceiling of 12.
+	for i := range 7 {
+		wantErr(t, login(from(10+i), "ada@example.com", "guess-guess"), errs.KindUnauthenticated, "invalid email or password")
+	}
+	err := login(owner, "ada@example.com", "correct-horse")
+	if e, ok := errs.As(err); !ok || e.Kind != errs.KindTooMany || e.Message != "too many failed login attempts" || e.RetryAfter != 600*time.Second {
+		t.Fatalf("the owner once the ceiling is full = %v; want 429 with Retry-After", err)
+	}
+	if n := e.quota.used(quota.ScopeLoginEmailClient, hexSHA(hexSHA("ada@example.com")+owner.IPHash)); n != 0 {
+		t.Fatalf("the owner's refused attempt kept %d pair units", n)
+	}
+	if err := login(from(99), "bob@example.com", "correct-horse"); err != nil {
+		t.Fatalf("another e-mail while ada's ceiling is full: %v", err)
+	}
+	// Every key the quota service saw is a 64-character hash or an identity key.
+	for k := range e.quota.units {
+		if _, key, _ := strings.Cut(k, "|"); len(key) != 64 {
+			t.Fatalf("quota key %q is not a 64-character hash", k)
+		}
 	}
 }
 

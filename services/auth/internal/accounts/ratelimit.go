@@ -11,9 +11,10 @@ import (
 // key. They share one window: failing closed for them is safer than not counting them.
 const unknownClientKey = "unknown-client"
 
-// loginUnits are the two units one login attempt holds.
+// loginUnits are the two units one password login attempt holds: one of the window of its
+// pair of e-mail and client, one of the e-mail's ceiling over all clients.
 type loginUnits struct {
-	email, client quota.ReleaseRequest
+	pair, email quota.ReleaseRequest
 }
 
 // ipHash returns the caller's identity key if it has the shape of one (64 hex characters,
@@ -31,31 +32,39 @@ func ipHash(caller identity.Caller) string {
 	return h
 }
 
-// reserveLogin takes one unit of the e-mail's and one of the client's failure window. If
-// either is refused the other is given back and the answer is 429 with Retry-After. Any
-// failure of the quota service fails the login (closed), as a 503.
+// reserveLogin takes one unit of the failure window of the pair (e-mail, client) and one of
+// the e-mail's ceiling over all clients. A stranger failing from one client fills only their
+// own pair's window, so the owner, from another client, still gets in; an attack spread
+// over many clients meets the ceiling. The pair comes first: an attempt its window refuses
+// never touches the ceiling. If either is refused the other is given back and the answer is
+// 429 with Retry-After. Any failure of the quota service fails the login (closed), as a 503.
 func (s *Service) reserveLogin(ctx context.Context, email string, caller identity.Caller) (loginUnits, error) {
 	var units loginUnits
 	var err error
-	if units.email, err = quota.Take(ctx, s.quota, quota.ReserveRequest{Scope: quota.ScopeLoginEmail, Key: emailKey(email)}, msgTooManyLogins); err != nil {
-		return units, err
+	pair := quota.ReserveRequest{Scope: quota.ScopeLoginEmailClient, Key: pairKey(email, clientKey(caller))}
+	if units.pair, err = quota.Take(ctx, s.quota, pair, msgTooManyLogins); err != nil {
+		return loginUnits{}, err
 	}
-	units.client, err = s.reserveClient(ctx, caller)
-	if err != nil {
-		s.release(ctx, units.email)
+	ceiling := quota.ReserveRequest{Scope: quota.ScopeLoginEmail, Key: emailKey(email)}
+	if units.email, err = quota.Take(ctx, s.quota, ceiling, msgTooManyLogins); err != nil {
+		s.release(ctx, units.pair)
 		return loginUnits{}, err
 	}
 	return units, nil
 }
 
-// reserveClient takes one unit of the client's failure window. Password and identity
-// provider logins share it, so a client guessing at either is stopped for both.
+// reserveClient takes one unit of the client's failed ID-token login window, its own:
+// password logins do not count there.
 func (s *Service) reserveClient(ctx context.Context, caller identity.Caller) (quota.ReleaseRequest, error) {
-	key := ipHash(caller)
-	if key == "" {
-		key = unknownClientKey
+	return quota.Take(ctx, s.quota, quota.ReserveRequest{Scope: quota.ScopeLoginIP, Key: clientKey(caller)}, msgTooManyLogins)
+}
+
+// clientKey is the caller's identity key, or unknownClientKey.
+func clientKey(caller identity.Caller) string {
+	if key := ipHash(caller); key != "" {
+		return key
 	}
-	return quota.Take(ctx, s.quota, quota.ReserveRequest{Scope: quota.ScopeLoginIP, Key: key}, msgTooManyLogins)
+	return unknownClientKey
 }
 
 // msgTooManyLogins answers a login refused by either failure window.
@@ -63,8 +72,8 @@ const msgTooManyLogins = "too many failed login attempts"
 
 // releaseLogin gives both units back.
 func (s *Service) releaseLogin(ctx context.Context, units loginUnits) {
+	s.release(ctx, units.pair)
 	s.release(ctx, units.email)
-	s.release(ctx, units.client)
 }
 
 // release gives one unit back even if the caller has gone: the login happened either way. A

@@ -37,3 +37,12 @@ func emailKey(email string) string {
 	sum := sha256.Sum256([]byte(email))
 	return hex.EncodeToString(sum[:])
 }
+
+// pairKey is the quota key of a pair of e-mail and client identity key: the hex SHA-256 of
+// the e-mail's key and the client's, so that it is as short as one of them (the quota
+// service bounds key length) and never shows the address. The e-mail's key has a fixed
+// length, so no two pairs share a key.
+func pairKey(email, client string) string {
+	sum := sha256.Sum256([]byte(emailKey(email) + client))
+	return hex.EncodeToString(sum[:])
+}

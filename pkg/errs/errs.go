@@ -28,6 +28,9 @@ const (
 	KindTooMany
 	KindUnavailable
 	KindNotImplemented
+	// KindUnprocessable is a well-formed request the state refuses to take: an
+	// Idempotency-Key reused with another request.
+	KindUnprocessable
 )
 
 var kindStatus = map[Kind]int{
@@ -44,6 +47,7 @@ var kindStatus = map[Kind]int{
 	KindTooMany:          http.StatusTooManyRequests,
 	KindUnavailable:      http.StatusServiceUnavailable,
 	KindNotImplemented:   http.StatusNotImplemented,
+	KindUnprocessable:    http.StatusUnprocessableEntity,
 }
 
 // Status returns the HTTP status of a kind.

@@ -51,6 +51,9 @@ type CreateRequest struct {
 	URL            string  `json:"url"`
 	ExpirationDays *int    `json:"expiration_days,omitempty"`
 	CustomCode     *string `json:"custom_code,omitempty"`
+	// IdempotencyKey is the client's Idempotency-Key header: the same key with the same
+	// request answers with the link the first one created, a different request 422.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // Created is the 201 body of a creation, public and internal.

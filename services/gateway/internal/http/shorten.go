@@ -22,7 +22,8 @@ func (h *handlers) shorten(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	created, err := h.Links.Create(ctx, link.CreateRequest{URL: req.URL, ExpirationDays: req.ExpirationDays, CustomCode: req.CustomCode})
+	created, err := h.Links.Create(ctx, link.CreateRequest{URL: req.URL, ExpirationDays: req.ExpirationDays, CustomCode: req.CustomCode,
+		IdempotencyKey: c.Get("Idempotency-Key")})
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,9 @@ type Link struct {
 	Purge *PurgeMark
 	// Rev is the stored revision the link was read at (or written as).
 	Rev int64
+	// Request is the fingerprint of the creation request when it came with an
+	// Idempotency-Key (whose hash is then the link's ID); empty otherwise.
+	Request string
 }
 
 // PurgeMark is who asked for a permanent deletion, kept so that whoever finishes it (a
@@ -118,6 +121,8 @@ type Store interface {
 	Insert(ctx context.Context, l Link) error
 	// FindByCode returns the link with code, soft-deleted ones included.
 	FindByCode(ctx context.Context, code string) (Link, error)
+	// FindByID returns the link with id, soft-deleted ones included; ErrNotFound if none.
+	FindByID(ctx context.Context, id string) (Link, error)
 	// List returns a page of q's links and how many match in all.
 	List(ctx context.Context, q ListQuery) ([]Link, int64, error)
 	// Update applies ch to the link with code; ErrNotFound if none.

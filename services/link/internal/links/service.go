@@ -75,6 +75,15 @@ func (s *Service) Create(ctx context.Context, caller identity.Caller, req link.C
 	if err != nil {
 		return Link{}, err
 	}
+	if req.IdempotencyKey != "" {
+		if err := checkIdempotencyKey(req.IdempotencyKey); err != nil {
+			return Link{}, err
+		}
+		l.ID, l.Request = idempotentID(caller, req.IdempotencyKey), fingerprint(req)
+		if prev, found, err := s.replay(ctx, l.ID, l.Request); found || err != nil {
+			return prev, err // the first attempt's link, without another unit of quota
+		}
+	}
 	unit, err := s.reserve(ctx, caller)
 	if err != nil {
 		return Link{}, err
@@ -85,6 +94,11 @@ func (s *Service) Create(ctx context.Context, caller identity.Caller, req link.C
 	}
 	if l, err = s.insert(ctx, l, req.CustomCode); err != nil {
 		s.release(ctx, unit)
+		if errors.Is(err, errSameKey) {
+			// A concurrent attempt with the same key won: answer as a retry would.
+			prev, _, rerr := s.replay(ctx, idempotentID(caller, req.IdempotencyKey), fingerprint(req))
+			return prev, rerr
+		}
 		return Link{}, err
 	}
 	// Drop every cached "unknown code" answer for a code that now exists.
@@ -114,11 +128,25 @@ func (s *Service) newLink(caller identity.Caller, req link.CreateRequest) (Link,
 	}, nil
 }
 
+// errSameKey is insert's answer when a concurrent attempt with the same Idempotency-Key
+// stored its link first.
+var errSameKey = errors.New("idempotency key already used")
+
 // insert stores l under the custom code, or under a fresh generated one.
 func (s *Service) insert(ctx context.Context, l Link, custom *string) (Link, error) {
+	// With an Idempotency-Key the ID is the key's: a duplicate may be the key's link, stored
+	// by a concurrent attempt, rather than the code's.
+	keyed := l.Request != ""
+	sameKey := func() bool {
+		_, err := s.store.FindByID(ctx, l.ID)
+		return keyed && err == nil
+	}
 	if custom != nil {
 		l.ShortCode = *custom
 		err := s.store.Insert(ctx, l)
+		if errors.Is(err, ErrCodeTaken) && sameKey() {
+			return Link{}, errSameKey
+		}
 		if errors.Is(err, ErrCodeTaken) {
 			return Link{}, errs.E(errs.KindConflict, "custom_code is already taken")
 		}
@@ -129,8 +157,9 @@ func (s *Service) insert(ctx context.Context, l Link, custom *string) (Link, err
 	}
 	for range generatedCodeAttempts {
 		var err error
-		// A fresh id each attempt: the change a failed attempt recorded stays its own.
-		l.ID = bson.NewObjectID().Hex()
+		if !keyed {
+			l.ID = bson.NewObjectID().Hex()
+		}
 		if l.ShortCode, err = s.newCode(); err != nil {
 			return Link{}, fmt.Errorf("generate code: %w", err)
 		}
@@ -140,6 +169,9 @@ func (s *Service) insert(ctx context.Context, l Link, custom *string) (Link, err
 		}
 		if !errors.Is(err, ErrCodeTaken) {
 			return Link{}, fmt.Errorf("insert link: %w", err)
+		}
+		if sameKey() {
+			return Link{}, errSameKey
 		}
 	}
 	return Link{}, fmt.Errorf("insert link: %d code collisions in a row", generatedCodeAttempts)

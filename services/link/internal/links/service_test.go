@@ -30,6 +30,11 @@ func (s *fakeStore) Insert(_ context.Context, l Link) error {
 	if _, ok := s.links[l.ShortCode]; ok {
 		return ErrCodeTaken
 	}
+	for _, other := range s.links {
+		if other.ID == l.ID {
+			return ErrCodeTaken // a duplicate key, as the unique _id answers
+		}
+	}
 	s.links[l.ShortCode] = l
 	return nil
 }
@@ -43,6 +48,15 @@ func (s *fakeStore) FindByCode(_ context.Context, code string) (Link, error) {
 		return Link{}, ErrNotFound
 	}
 	return l, nil
+}
+
+func (s *fakeStore) FindByID(_ context.Context, id string) (Link, error) {
+	for _, l := range s.links {
+		if l.ID == id {
+			return l, nil
+		}
+	}
+	return Link{}, ErrNotFound
 }
 
 func (s *fakeStore) List(_ context.Context, q ListQuery) ([]Link, int64, error) {

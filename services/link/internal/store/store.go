@@ -33,6 +33,8 @@ type doc struct {
 	// Rev counts the writes of the link; every write is conditional on it, and the change it
 	// makes is recorded under it (see apply). Links stored before it existed read 0.
 	Rev int64 `bson:"rev"`
+	// Request fingerprints the creation request of a link created with an Idempotency-Key.
+	Request string `bson:"request,omitempty"`
 }
 
 // purgeDoc marks a link being deleted for good, with who asked.
@@ -140,6 +142,19 @@ func (s *Store) FindByCode(ctx context.Context, code string) (links.Link, error)
 	return fromDoc(d), nil
 }
 
+// FindByID returns the link with id, soft-deleted included; links.ErrNotFound if none.
+func (s *Store) FindByID(ctx context.Context, id string) (links.Link, error) {
+	var d doc
+	err := s.links.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return links.Link{}, links.ErrNotFound
+	}
+	if err != nil {
+		return links.Link{}, fmt.Errorf("find link: %w", err)
+	}
+	return fromDoc(d), nil
+}
+
 // Update sets the fields ch names on the link with code; links.ErrNotFound if none.
 func (s *Store) Update(ctx context.Context, code string, ch links.Change) error {
 	ok, err := s.update(ctx, bson.D{{Key: "short_code", Value: code}}, ch)
@@ -211,7 +226,7 @@ func live() bson.E { return bson.E{Key: "deleted_at", Value: bson.D{{Key: "$exis
 func toDoc(l links.Link) doc {
 	d := doc{ID: l.ID, ShortCode: l.ShortCode, DestinationURL: l.DestinationURL, OwnerID: l.OwnerID,
 		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt, Status: l.Status, AutoRenew: autoRenew(l.AutoRenew),
-		DisabledReason: l.DisabledReason}
+		DisabledReason: l.DisabledReason, Request: l.Request}
 	if m := l.Purge; m != nil {
 		d.Purge = &purgeDoc{By: m.By, Role: m.Role, IPHash: m.IPHash, UserAgent: m.UserAgent, At: m.At}
 	}
@@ -229,7 +244,7 @@ func autoRenew(on bool) int {
 func fromDoc(d doc) links.Link {
 	return links.Link{ID: d.ID, ShortCode: d.ShortCode, DestinationURL: d.DestinationURL, OwnerID: d.OwnerID,
 		CreatedAt: d.CreatedAt.UTC(), ExpiresAt: d.ExpiresAt.UTC(), DeletedAt: d.DeletedAt, Status: d.Status,
-		AutoRenew: d.AutoRenew != 0, DisabledReason: d.DisabledReason, Purge: fromPurgeDoc(d.Purge), Rev: d.Rev}
+		AutoRenew: d.AutoRenew != 0, DisabledReason: d.DisabledReason, Purge: fromPurgeDoc(d.Purge), Rev: d.Rev, Request: d.Request}
 }
 
 func fromPurgeDoc(p *purgeDoc) *links.PurgeMark {

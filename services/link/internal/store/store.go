@@ -131,21 +131,17 @@ func (s *Store) InsertMany(ctx context.Context, ls []links.Link) error {
 
 // FindByCode returns the link with code, soft-deleted included; links.ErrNotFound if none.
 func (s *Store) FindByCode(ctx context.Context, code string) (links.Link, error) {
-	var d doc
-	err := s.links.FindOne(ctx, bson.D{{Key: "short_code", Value: code}}).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return links.Link{}, links.ErrNotFound
-	}
-	if err != nil {
-		return links.Link{}, fmt.Errorf("find link: %w", err)
-	}
-	return fromDoc(d), nil
+	return s.findOne(ctx, bson.D{{Key: "short_code", Value: code}})
 }
 
 // FindByID returns the link with id, soft-deleted included; links.ErrNotFound if none.
 func (s *Store) FindByID(ctx context.Context, id string) (links.Link, error) {
+	return s.findOne(ctx, bson.D{{Key: "_id", Value: id}})
+}
+
+func (s *Store) findOne(ctx context.Context, filter bson.D) (links.Link, error) {
 	var d doc
-	err := s.links.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	err := s.links.FindOne(ctx, filter).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return links.Link{}, links.ErrNotFound
 	}

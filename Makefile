@@ -12,7 +12,7 @@ TOOLS    := $(CURDIR)/.tools
 CHART_GO_TESTS ?= 1
 
 .DEFAULT_GOAL := help
-.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin drills fmt lint tidy clean tools chart-check chart-docs
+.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin soak drills fmt lint tidy clean tools chart-check chart-docs
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,7 +23,7 @@ deps: ## Install what local runs and tests need (redis-server, PostgreSQL, wrk, 
 build: ## Build every service and the local tools into ./bin
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES); do $(GO) build -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
-	@cd tests && $(GO) build -o $(BIN)/devstack ./cmd/devstack && $(GO) build -o $(BIN)/benchredirect ./cmd/benchredirect && $(GO) build -o $(BIN)/benchowner ./cmd/benchowner && $(GO) build -o $(BIN)/benchcreate ./cmd/benchcreate && $(GO) build -o $(BIN)/benchadmin ./cmd/benchadmin
+	@cd tests && $(GO) build -o $(BIN)/devstack ./cmd/devstack && $(GO) build -o $(BIN)/benchredirect ./cmd/benchredirect && $(GO) build -o $(BIN)/benchowner ./cmd/benchowner && $(GO) build -o $(BIN)/benchcreate ./cmd/benchcreate && $(GO) build -o $(BIN)/benchadmin ./cmd/benchadmin && $(GO) build -o $(BIN)/soak ./cmd/soak
 
 run: deps build geoip ## Run the whole system on this machine (gateway on :8080, embedded datastores in ./.linkmesh)
 	@LINKMESH_GEOIP_DB=$${LINKMESH_GEOIP_DB:-$(DATA)/geoip/countries.mmdb} $(BIN)/devstack run -data $(DATA) -bin $(BIN)
@@ -59,6 +59,9 @@ bench-admin: deps build ## The admin overview and link list with 1,000 and with 
 
 bench-owner: deps build ## Time an owner's list and dashboard with 20,000 links (p50 target 50 ms; slow on FerretDB today)
 	@$(BIN)/benchowner -bin $(BIN) -links 20000 -samples 20
+
+soak: deps build ## 10 minutes of mixed load (redirects, creations, logins, reads, reports): only intended answers, per-request p99, memory and goroutines of every service flat, every click stored
+	@$(BIN)/soak -bin $(BIN) -duration $${SOAK_DURATION:-10m}
 
 drills: deps build geoip ## The fault drills and the hostile input, longer: a 10-minute fuzz of the gateway (LINKMESH_FUZZ_DURATION), the crash and outage drills, the Redis Cluster run
 	@LINKMESH_TEST_GEOIP_DB=$(DATA)/geoip/countries.mmdb $(BIN)/devstack exec -- bash -c 'cd tests && LINKMESH_REQUIRE_INTEGRATION=1 LINKMESH_BIN_DIR=$(BIN) LINKMESH_FUZZ_DURATION=$${LINKMESH_FUZZ_DURATION:-10m} $(GO) test -count=1 -timeout 60m -v -run "TestHostileInputCorpus|TestMalformedHTTP|TestFuzzGateway|TestClicksSurviveAnalyticsCrash|TestWarmRedirectsOutliveTheLinkService" ./e2e/ && LINKMESH_REQUIRE_INTEGRATION=1 LINKMESH_BIN_DIR=$(BIN) $(GO) test -count=1 -v ./cluster/'

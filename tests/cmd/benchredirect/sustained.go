@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -26,24 +25,6 @@ const (
 	answerClicks = 1_000_000
 )
 
-// ownerClicks reads the owner's total_clicks from the dashboard.
-func ownerClicks(ctx context.Context, gw, session string) (int64, error) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, gw+"/api/user/dashboard", nil)
-	req.AddCookie(&http.Cookie{Name: "go_session", Value: session})
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var d struct {
-		TotalClicks int64 `json:"total_clicks"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil || resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("dashboard: status %d %v", resp.StatusCode, err)
-	}
-	return d.TotalClicks, nil
-}
-
 // waitForClicks waits until the owner's dashboard counts at least want clicks and returns
 // how long that took and the count. wrk counts only the answers it read before its end, so
 // up to inFlight more visits may have been answered and counted; beyond that is an error, as
@@ -51,7 +32,7 @@ func ownerClicks(ctx context.Context, gw, session string) (int64, error) {
 func waitForClicks(ctx context.Context, gw, session string, want, inFlight int64) (time.Duration, int64, error) {
 	start, last, lastChange := time.Now(), int64(-1), time.Now()
 	for {
-		got, err := ownerClicks(ctx, gw, session)
+		got, err := stack.OwnerClicks(ctx, gw, session)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -86,7 +67,7 @@ func runSustained(ctx context.Context, o options, gw, session, luaPath string, b
 	}
 	// Nothing more may arrive.
 	time.Sleep(5 * time.Second)
-	if final, err := ownerClicks(ctx, gw, session); err != nil || final != counted {
+	if final, err := stack.OwnerClicks(ctx, gw, session); err != nil || final != counted {
 		return target{}, fmt.Errorf("after the sustained load: %d clicks counted, then %d (%v)", counted, final, err)
 	}
 	rate := float64(res.requests) / (sustainedLoad + drain).Seconds()

@@ -208,3 +208,21 @@ func Shorten(ctx context.Context, hc *http.Client, gw, dest string, decorate fun
 func WithSession(session string) func(*http.Request) {
 	return func(r *http.Request) { r.AddCookie(&http.Cookie{Name: "go_session", Value: session}) }
 }
+
+// OwnerClicks reads the owner's total_clicks from the dashboard.
+func OwnerClicks(ctx context.Context, gw, session string) (int64, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, gw+"/api/user/dashboard", nil)
+	req.AddCookie(&http.Cookie{Name: "go_session", Value: session})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var d struct {
+		TotalClicks int64 `json:"total_clicks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil || resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("dashboard: status %d %v", resp.StatusCode, err)
+	}
+	return d.TotalClicks, nil
+}

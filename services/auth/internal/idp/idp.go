@@ -18,7 +18,8 @@ import (
 var (
 	// ErrNotConfigured: no issuer is configured.
 	ErrNotConfigured = errors.New("identity provider not configured")
-	// ErrUnavailable: discovery of the issuer failed; the next call tries again.
+	// ErrUnavailable: discovery of the issuer or a download of its keys failed (refused,
+	// timed out, not a 200, or over MaxDocumentSize); the next call tries again.
 	ErrUnavailable = errors.New("identity provider unavailable")
 	// ErrInvalidToken wraps every reason a token is refused.
 	ErrInvalidToken = errors.New("invalid identity token")
@@ -30,7 +31,8 @@ type Config struct {
 	ClientID string
 	// JWKSURL, when set, is used directly and discovery is skipped.
 	JWKSURL string
-	// Timeout bounds discovery and each key download (default 5s).
+	// Timeout bounds discovery and each key download, reading the answer included
+	// (default 5s).
 	Timeout time.Duration
 	// RetryAfter is how long a failed discovery is remembered before the next try, so an
 	// unreachable issuer is not asked once per login (default 5s).
@@ -75,9 +77,15 @@ func New(cfg Config) *Verifier {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	transport := cfg.Transport
+	if transport == nil {
+		transport = http.DefaultTransport
+	}
 	// go-oidc fetches keys with the client found in its context and ignores cancellation,
-	// so the client's own timeout is what bounds a key download.
-	return &Verifier{cfg: cfg, client: &http.Client{Timeout: cfg.Timeout, Transport: cfg.Transport}}
+	// so the client's own timeout is what bounds a key download; the transport bounds what
+	// is read of the answer.
+	return &Verifier{cfg: cfg, client: &http.Client{Timeout: cfg.Timeout,
+		Transport: boundedTransport{next: transport, max: MaxDocumentSize}}}
 }
 
 // Enabled reports whether an issuer is configured.
@@ -93,8 +101,12 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	tok, err := verifier.Verify(oidc.ClientContext(ctx, v.client), raw)
-	if err != nil {
+	var keysErr error
+	tok, err := verifier.Verify(context.WithValue(oidc.ClientContext(ctx, v.client), keysFailure{}, &keysErr), raw)
+	switch {
+	case keysErr != nil:
+		return Identity{}, fmt.Errorf("%w: download keys: %w", ErrUnavailable, keysErr)
+	case err != nil:
 		return Identity{}, fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
 	var claims struct {
@@ -139,9 +151,9 @@ func (v *Verifier) get(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 	// values alive for good (its trace span would parent every key fetch); so it is a fresh
 	// context that carries only the HTTP client.
 	keyCtx := oidc.ClientContext(context.Background(), v.client)
-	conf := &oidc.Config{ClientID: v.cfg.ClientID, Now: v.cfg.Now}
+	conf := oidc.Config{ClientID: v.cfg.ClientID, Now: v.cfg.Now}
 	if v.cfg.JWKSURL != "" {
-		v.verifier = oidc.NewVerifier(v.cfg.Issuer, oidc.NewRemoteKeySet(keyCtx, v.cfg.JWKSURL), conf)
+		v.verifier = newVerifier(keyCtx, v.cfg.Issuer, v.cfg.JWKSURL, nil, conf)
 		return v.verifier, nil
 	}
 	dctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, v.client), v.cfg.Timeout)
@@ -151,6 +163,14 @@ func (v *Verifier) get(ctx context.Context) (*oidc.IDTokenVerifier, error) {
 		v.failedAt = now
 		return nil, fmt.Errorf("%w: discover %s: %w", ErrUnavailable, v.cfg.Issuer, err)
 	}
-	v.verifier = provider.VerifierContext(keyCtx, conf)
+	var meta struct {
+		JWKSURL string   `json:"jwks_uri"`
+		Algs    []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := provider.Claims(&meta); err != nil || meta.JWKSURL == "" {
+		v.failedAt = now
+		return nil, fmt.Errorf("%w: discover %s: no jwks_uri", ErrUnavailable, v.cfg.Issuer)
+	}
+	v.verifier = newVerifier(keyCtx, v.cfg.Issuer, meta.JWKSURL, meta.Algs, conf)
 	return v.verifier, nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ type Issuer struct {
 	failNext    int // discovery requests still to answer 500
 	discoveryOn bool
 	delay       time.Duration
+	overrides   map[string]http.HandlerFunc
 }
 
 // New starts an issuer that is stopped when the test ends.
@@ -71,6 +73,29 @@ func (i *Issuer) DelayDiscovery(d time.Duration) {
 	i.delay = d
 }
 
+// Override makes path answer with h from now on, e.g. to send a huge body or none at all;
+// requests are still counted.
+func (i *Issuer) Override(path string, h http.HandlerFunc) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.overrides == nil {
+		i.overrides = map[string]http.HandlerFunc{}
+	}
+	i.overrides[path] = h
+}
+
+// Endless answers 200 with a JSON body that never ends, sent as fast as it is read.
+func Endless(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"keys":[],"padding":"`))
+	chunk := []byte(strings.Repeat("a", 32<<10))
+	for r.Context().Err() == nil {
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+	}
+}
+
 // DisableDiscovery makes the discovery document answer 404, as for an issuer without one.
 func (i *Issuer) DisableDiscovery() {
 	i.mu.Lock()
@@ -85,8 +110,12 @@ func (i *Issuer) serve(w http.ResponseWriter, r *http.Request) {
 	if fail {
 		i.failNext--
 	}
-	discoveryOn, delay := i.discoveryOn, i.delay
+	discoveryOn, delay, override := i.discoveryOn, i.delay, i.overrides[r.URL.Path]
 	i.mu.Unlock()
+	if override != nil {
+		override(w, r)
+		return
+	}
 	if delay > 0 && r.URL.Path == "/.well-known/openid-configuration" {
 		select {
 		case <-time.After(delay):

@@ -5,6 +5,7 @@ package captcha
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -20,6 +21,16 @@ var ErrFailed = errs.Invalid("captcha verification failed")
 // maxToken bounds what we forward; real tokens are a few kilobytes at most.
 const maxToken = 8192
 
+// maxVerdict bounds what is read of the verifier's answer; real ones are a few hundred bytes.
+const maxVerdict = 64 << 10
+
+// timeout bounds one verification, reading the answer included.
+const timeout = 5 * time.Second
+
+// msgUnavailable answers a verification the verifier did not give: unreachable, too slow,
+// failing, or answering more than maxVerdict.
+const msgUnavailable = "captcha verification unavailable"
+
 // Verifier checks tokens; a nil *Verifier accepts everything (no captcha configured).
 type Verifier struct {
 	verifyURL string
@@ -32,11 +43,13 @@ func New(verifyURL, secret string, transport http.RoundTripper) *Verifier {
 	if verifyURL == "" {
 		return nil
 	}
-	return &Verifier{verifyURL: verifyURL, secret: secret, hc: &http.Client{Transport: transport, Timeout: 5 * time.Second}}
+	return &Verifier{verifyURL: verifyURL, secret: secret, hc: &http.Client{Transport: transport, Timeout: timeout}}
 }
 
-// Verify returns nil if token is accepted. The client's IP is not sent: it is optional for
-// every provider, and no raw IP leaves the gateway.
+// Verify returns nil if token is accepted, ErrFailed (400) if it is missing or rejected,
+// and a 503 if the verifier gives no verdict within the timeout and maxVerdict bytes. The
+// client's IP is not sent: it is optional for every provider, and no raw IP leaves the
+// gateway.
 func (v *Verifier) Verify(ctx context.Context, token *string) error {
 	if v == nil {
 		return nil
@@ -50,19 +63,39 @@ func (v *Verifier) Verify(ctx context.Context, token *string) error {
 		return ErrFailed
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := v.hc.Do(req)
+	body, err := v.post(req)
 	if err != nil {
-		return errs.Unavailable("captcha verification unavailable", err)
+		return errs.Unavailable(msgUnavailable, err)
 	}
-	defer resp.Body.Close()
 	var out struct {
 		Success bool `json:"success"`
 	}
-	if resp.StatusCode != http.StatusOK {
-		return errs.Unavailable("captcha verification unavailable", nil)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64*1024)).Decode(&out); err != nil || !out.Success {
+	if err := json.Unmarshal(body, &out); err != nil || !out.Success {
 		return ErrFailed
 	}
 	return nil
+}
+
+// post sends req and returns the body of a 200 answer, read within the client's timeout and
+// refused beyond maxVerdict bytes.
+func (v *Verifier) post(req *http.Request) ([]byte, error) {
+	resp, err := v.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("captcha verifier answered %s", resp.Status)
+	}
+	if resp.ContentLength > maxVerdict {
+		return nil, fmt.Errorf("captcha verdict of %d bytes exceeds %d", resp.ContentLength, maxVerdict)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxVerdict+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read captcha verdict: %w", err)
+	case len(body) > maxVerdict:
+		return nil, fmt.Errorf("captcha verdict exceeds %d bytes", maxVerdict)
+	}
+	return body, nil
 }

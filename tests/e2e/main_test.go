@@ -104,6 +104,8 @@ func run(m *testing.M) int {
 			"LINKMESH_OIDC_CLIENT_ID":           oidcClientID,
 			"LINKMESH_LOGIN_MAX_FAILURES":       itoa(loginFailures),
 			"LINKMESH_GEOIP_DB":                 geoDB,
+			// The ceiling of failed logins of one e-mail over all clients (login_limits_test.go).
+			"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL": itoa(loginFailuresPerEmail),
 		},
 	})
 	if err != nil {

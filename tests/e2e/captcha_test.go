@@ -18,6 +18,14 @@ func TestCaptchaRequiredWhenConfigured(t *testing.T) {
 	verifier := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		ok := r.PostForm.Get("secret") == "captcha-secret" && r.PostForm.Get("response") == "human"
+		if r.PostForm.Get("response") == "flood" { // an answer that never ends
+			for chunk := []byte(`{"success":true}` + strings.Repeat(" ", 4096)); r.Context().Err() == nil; {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+			return
+		}
 		if ok {
 			_, _ = w.Write([]byte(`{"success":true}`))
 		} else {
@@ -42,6 +50,12 @@ func TestCaptchaRequiredWhenConfigured(t *testing.T) {
 	post(`{"url":"https://93.184.216.34/c","custom_code":"mine"}`).wantError(t, 400, "captcha verification failed")
 	post(`{"url":"https://93.184.216.34/c","custom_code":"mine","captcha_token":"human"}`).wantError(t, 403, "custom_code requires an account")
 	post(`{"url":"https://93.184.216.34/c","captcha_token":"robot"}`).wantError(t, 400, "captcha verification failed")
+	// A verifier whose answer never ends gives no verdict: 503, at once, not a hang.
+	start := time.Now()
+	post(`{"url":"https://93.184.216.34/c","captcha_token":"flood"}`).wantError(t, 503, "captcha verification unavailable")
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("an endless verdict took %v", took)
+	}
 	r := post(`{"url":"https://93.184.216.34/c","captcha_token":"human"}`)
 	if r.status != 201 {
 		t.Fatalf("accepted token: %d %s", r.status, r.body)

@@ -196,3 +196,25 @@ func decodeFailure(service string, resp *http.Response, data []byte) error {
 func (c *Client) Ready(ctx context.Context) error {
 	return c.Do(ctx, Request{Method: http.MethodGet, Path: "/readyz"}, nil)
 }
+
+// ReadBounded returns the body of resp, an answer from an outside party (an identity
+// provider, a captcha verifier) called with a client timeout: a 200 read whole, or an error
+// for any other status (its body unread) and for a body beyond max bytes, which is refused
+// rather than cut. what names the answer in errors. It closes the body.
+func ReadBounded(resp *http.Response, max int64, what string) ([]byte, error) {
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: answered %s", what, resp.Status)
+	}
+	if resp.ContentLength > max {
+		return nil, fmt.Errorf("%s of %d bytes exceeds %d", what, resp.ContentLength, max)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	case int64(len(body)) > max:
+		return nil, fmt.Errorf("%s exceeds %d bytes", what, max)
+	}
+	return body, nil
+}

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/linkmesh/linkmesh/pkg/httpclient"
 )
 
 // MaxDocumentSize bounds what is read of a discovery document or a key set: real ones are a
@@ -31,19 +31,9 @@ func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("identity provider answered %s", resp.Status)
-	}
-	if resp.ContentLength > t.max {
-		return nil, fmt.Errorf("identity provider answer of %d bytes exceeds %d", resp.ContentLength, t.max)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, t.max+1))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("read identity provider answer: %w", err)
-	case int64(len(body)) > t.max:
-		return nil, fmt.Errorf("identity provider answer exceeds %d bytes", t.max)
+	body, err := httpclient.ReadBounded(resp, t.max, "identity provider answer")
+	if err != nil {
+		return nil, err
 	}
 	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	return resp, nil

@@ -5,14 +5,13 @@ package captcha
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/httpclient"
 )
 
 // ErrFailed is the one answer a caller gets for a missing, rejected or unverifiable token.
@@ -83,19 +82,5 @@ func (v *Verifier) post(req *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("captcha verifier answered %s", resp.Status)
-	}
-	if resp.ContentLength > maxVerdict {
-		return nil, fmt.Errorf("captcha verdict of %d bytes exceeds %d", resp.ContentLength, maxVerdict)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxVerdict+1))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("read captcha verdict: %w", err)
-	case len(body) > maxVerdict:
-		return nil, fmt.Errorf("captcha verdict exceeds %d bytes", maxVerdict)
-	}
-	return body, nil
+	return httpclient.ReadBounded(resp, maxVerdict, "captcha verdict")
 }

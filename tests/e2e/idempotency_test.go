@@ -42,3 +42,36 @@ func TestIdempotencyKeyOnShorten(t *testing.T) {
 	doWith(t, "POST", "/api/links/shorten", body, map[string]string{"X-Forwarded-For": newClientIP(), "Idempotency-Key": "bad key"}).
 		wantError(t, 400, "Idempotency-Key must be visible ASCII characters")
 }
+
+// A registration retried with its Idempotency-Key — sequentially, as after a 503, and
+// concurrently — signs in to the one account the first attempt created; the key with
+// another body is 422 and a retry without the key is the usual 409.
+func TestIdempotencyKeyOnRegister(t *testing.T) {
+	email := "idem." + dbPrefix + "@example.com"
+	body := `{"email":"` + email + `","password":"s3cret-passphrase","first_name":"Ada","last_name":"Lovelace"}`
+	headers := map[string]string{"X-Forwarded-For": newClientIP(), "Idempotency-Key": "register-" + dbPrefix}
+	var wg sync.WaitGroup
+	answers := make([]response, 5)
+	for i := range answers {
+		wg.Go(func() { answers[i] = doWith(t, "POST", "/api/auth/register", body, headers) })
+	}
+	wg.Wait()
+	answers = append(answers, doWith(t, "POST", "/api/auth/register", body, headers))
+	id := ""
+	for i, r := range answers {
+		if r.status != 201 || sessionCookie(r) == "" {
+			t.Fatalf("attempt %d: %d %s", i, r.status, r.body)
+		}
+		u, _ := r.object(t)["user"].(map[string]any)
+		if id == "" {
+			id, _ = u["id"].(string)
+		}
+		if u["id"] != id {
+			t.Fatalf("attempt %d answered account %v, another %s", i, u["id"], id)
+		}
+	}
+	wrongPassword := `{"email":"` + email + `","password":"another-passphrase","first_name":"Ada","last_name":"Lovelace"}`
+	doWith(t, "POST", "/api/auth/register", wrongPassword, headers).
+		wantError(t, 422, "Idempotency-Key was already used with a different request")
+	do(t, "POST", "/api/auth/register", body, newClientIP()).wantError(t, 409, "email is already registered")
+}

@@ -69,6 +69,10 @@ type RegisterRequest struct {
 	Password  string `json:"password"`
 	FirstName string `json:"first_name"`
 	LastName  string `json:"last_name"`
+	// IdempotencyKey is the client's Idempotency-Key header (set by the gateway, never read
+	// from the public body): a retry with the same key and body signs in to the account the
+	// first attempt created, another body is 422.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // LoginRequest is the body of POST /api/auth/login.

@@ -2,6 +2,8 @@ package accounts
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/server"
 )
 
 // Options are what a Service is built from.
@@ -91,6 +94,16 @@ func (s *Service) Register(ctx context.Context, caller identity.Caller, req auth
 	if err != nil {
 		return auth.Session{}, err
 	}
+	id := newID()
+	if req.IdempotencyKey != "" {
+		if err := server.CheckIdempotencyKey(req.IdempotencyKey); err != nil {
+			return auth.Session{}, err
+		}
+		id = registrationID(req.IdempotencyKey)
+		if sess, found, err := s.replayRegistration(ctx, caller, id, reg); found || err != nil {
+			return sess, err
+		}
+	}
 	// A hash costs tens of milliseconds and MiBs of memory: a taken e-mail is answered without
 	// one, so repeating a known address is cheap to refuse. The unique index still decides
 	// between registrations racing past this check.
@@ -105,10 +118,16 @@ func (s *Service) Register(ctx context.Context, caller identity.Caller, req auth
 		return auth.Session{}, err
 	}
 	now := s.now().UTC()
-	u := User{ID: newID(), Email: reg.Email, FirstName: reg.FirstName, LastName: reg.LastName,
+	u := User{ID: id, Email: reg.Email, FirstName: reg.FirstName, LastName: reg.LastName,
 		PasswordHash: hash, AuthProvider: auth.ProviderEmail, Role: auth.RoleUser, Status: auth.StatusActive,
 		QuotaLimit: DefaultQuotaLimit, CreatedAt: now, UpdatedAt: now, LastLoginAt: &now}
 	if err := s.store.InsertUser(ctx, u); err != nil {
+		if errors.Is(err, ErrEmailTaken) && req.IdempotencyKey != "" {
+			// A concurrent attempt with the same key may have stored it: answer as a retry.
+			if sess, found, err := s.replayRegistration(ctx, caller, id, reg); found || err != nil {
+				return sess, err
+			}
+		}
 		if errors.Is(err, ErrEmailTaken) {
 			return auth.Session{}, emailTaken()
 		}
@@ -117,6 +136,45 @@ func (s *Service) Register(ctx context.Context, caller identity.Caller, req auth
 	rec := s.newRecord(caller, MethodPassword, u.Email)
 	rec.Reason = ReasonRegistered
 	return s.issue(ctx, u, rec, now)
+}
+
+// registrationID is the ID of the account registered under an Idempotency-Key. Keys of
+// registrations are global: the body carries the password, and only its owner can replay it.
+func registrationID(key string) string {
+	sum := sha256.Sum256([]byte("register\x00" + key))
+	return hex.EncodeToString(sum[:12])
+}
+
+// replayRegistration answers a registration whose key already created an account: for the
+// same e-mail, names and password (verified against the stored hash, never kept elsewhere)
+// a fresh session of that account, as the first answer would have been; for anything else
+// 422. found is false when the key created nothing yet.
+func (s *Service) replayRegistration(ctx context.Context, caller identity.Caller, id string, reg Registration) (auth.Session, bool, error) {
+	u, err := s.store.UserByID(ctx, id)
+	switch {
+	case errors.Is(err, ErrUserNotFound):
+		return auth.Session{}, false, nil
+	case err != nil:
+		return auth.Session{}, true, err
+	}
+	reused := errs.E(errs.KindUnprocessable, "Idempotency-Key was already used with a different request")
+	if u.Email != reg.Email || u.FirstName != reg.FirstName || u.LastName != reg.LastName || u.PasswordHash == "" {
+		return auth.Session{}, true, reused
+	}
+	ok, _, err := s.hasher.Check(ctx, reg.Password, u.PasswordHash)
+	if err != nil {
+		return auth.Session{}, true, err
+	}
+	if !ok {
+		return auth.Session{}, true, reused
+	}
+	if _, err := u.loginBlocked(s.now()); err != nil {
+		return auth.Session{}, true, err // banned or suspended since: as a login would be
+	}
+	rec := s.newRecord(caller, MethodPassword, u.Email)
+	rec.Reason = ReasonRegistered
+	sess, err := s.issue(ctx, u, rec, s.now().UTC())
+	return sess, true, err
 }
 
 func emailTaken() error { return errs.E(errs.KindConflict, "email is already registered") }

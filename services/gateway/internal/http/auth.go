@@ -30,6 +30,7 @@ func (h *handlers) register(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	req.IdempotencyKey = c.Get("Idempotency-Key")
 	s, err := h.Auth.Register(ctx, req)
 	if err != nil {
 		return err

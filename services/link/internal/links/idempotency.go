@@ -12,26 +12,10 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
-// MaxIdempotencyKey bounds an Idempotency-Key.
-const MaxIdempotencyKey = 255
-
 // An Idempotency-Key makes a creation safe to retry after an answer that did not arrive (a
 // timeout, a 503): the link created under a key has an ID derived from the caller and the
 // key, so a retry finds it, and the unique _id decides between concurrent attempts. The key
 // is remembered as long as its link exists.
-
-// checkIdempotencyKey refuses a key that is empty-but-present or not visible ASCII.
-func checkIdempotencyKey(k string) error {
-	if len(k) > MaxIdempotencyKey {
-		return errs.Invalid("Idempotency-Key must be at most %d characters", MaxIdempotencyKey)
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x21 || k[i] > 0x7e {
-			return errs.Invalid("Idempotency-Key must be visible ASCII characters")
-		}
-	}
-	return nil
-}
 
 // idempotentID is the ID of the link created by caller under key: a signed-in caller's keys
 // are theirs, an anonymous caller's belong to their identity key.

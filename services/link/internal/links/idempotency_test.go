@@ -8,6 +8,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/server"
 )
 
 func TestIdempotencyKeyReplaysTheFirstCreation(t *testing.T) {
@@ -45,7 +46,7 @@ func TestIdempotencyKeyReplaysTheFirstCreation(t *testing.T) {
 	if l, err := s.Create(ctx, user, plain); err != nil || l.ShortCode == first.ShortCode {
 		t.Fatalf("a creation without a key answered %+v, %v", l, err)
 	}
-	for _, bad := range []string{strings.Repeat("k", MaxIdempotencyKey+1), "has space", "tab\tkey", "é"} {
+	for _, bad := range []string{strings.Repeat("k", server.MaxIdempotencyKey+1), "has space", "tab\tkey", "é"} {
 		k := req
 		k.IdempotencyKey = bad
 		if _, err := s.Create(ctx, user, k); !errs.IsKind(err, errs.KindInvalid) {

@@ -13,6 +13,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/server"
 )
 
 // Expiry bounds in days, per caller kind.
@@ -76,7 +77,7 @@ func (s *Service) Create(ctx context.Context, caller identity.Caller, req link.C
 		return Link{}, err
 	}
 	if req.IdempotencyKey != "" {
-		if err := checkIdempotencyKey(req.IdempotencyKey); err != nil {
+		if err := server.CheckIdempotencyKey(req.IdempotencyKey); err != nil {
 			return Link{}, err
 		}
 		l.ID, l.Request = idempotentID(caller, req.IdempotencyKey), fingerprint(req)

@@ -12,7 +12,7 @@ TOOLS    := $(CURDIR)/.tools
 CHART_GO_TESTS ?= 1
 
 .DEFAULT_GOAL := help
-.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin soak drills fmt lint tidy clean tools chart-check chart-docs
+.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin soak drills fmt lint tidy clean tools chart-check chart-docs images skaffold-check
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,7 +32,7 @@ geoip: ## Fetch the country database (ip-location-db, CC BY 4.0) into ./.linkmes
 	@deploy/local/fetch-geoip.sh $(DATA)/geoip
 
 test: CHART_GO_TESTS := 0
-test: deps build geoip lint chart-check ## Lint, check the Helm chart, then every test: unit, integration (real Redis + FerretDB/PostgreSQL), end-to-end
+test: deps build geoip lint chart-check skaffold-check images ## Lint, check the Helm chart, then every test: unit, integration (real Redis + FerretDB/PostgreSQL), end-to-end
 	@LINKMESH_TEST_GEOIP_DB=$(DATA)/geoip/countries.mmdb $(BIN)/devstack exec -- $(MAKE) --no-print-directory test-go
 
 test-go: test-isolated ## (inside `make test`) go test -race over every module against the running datastores
@@ -71,6 +71,13 @@ tools: ## Build the pinned chart tools (helm, kubeconform, helm-docs) and the of
 
 chart-check: tools ## Check the Helm chart offline: helm lint --strict, helm template | kubeconform -strict for every ci/ value set, its README, tests/chart
 	@CHART_GO_TESTS=$(CHART_GO_TESTS) deploy/tools/chart-check.sh $(TOOLS)
+
+images: ## Build the six service images offline, without a container engine, into the OCI layout .linkmesh/images/oci (deploy/images/build.sh)
+	@deploy/images/build.sh
+
+skaffold-check: tools ## skaffold render, offline: the chart release with the six images (builds skaffold v2.16.1 into .tools once, about 10 minutes)
+	@deploy/tools/install-skaffold.sh $(TOOLS)
+	@PATH=$(TOOLS)/bin:$$PATH HOME=$(TOOLS)/skaffold-home $(TOOLS)/bin/skaffold render --offline=true --digest-source=tag --update-check=false > /dev/null && echo "skaffold render: ok"
 
 chart-docs: tools ## Regenerate charts/linkmesh/README.md from Chart.yaml, values.yaml and README.md.gotmpl (helm-docs)
 	@$(TOOLS)/bin/helm-docs --chart-search-root charts --template-files README.md.gotmpl --log-level warning

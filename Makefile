@@ -12,7 +12,7 @@ TOOLS    := $(CURDIR)/.tools
 CHART_GO_TESTS ?= 1
 
 .DEFAULT_GOAL := help
-.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin soak drills fmt lint tidy clean tools chart-check chart-docs images skaffold-check
+.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin soak drills fmt lint tidy clean tools chart-check chart-docs images images-runtime skaffold-check
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -73,11 +73,15 @@ chart-check: tools ## Check the Helm chart offline: helm lint --strict, helm tem
 	@CHART_GO_TESTS=$(CHART_GO_TESTS) deploy/tools/chart-check.sh $(TOOLS)
 
 images: ## Build the six service images offline, without a container engine, into the OCI layout .linkmesh/images/oci (deploy/images/build.sh)
-	@deploy/images/build.sh
+	@IMAGE_LAYOUT=$(DATA)/images/oci GO=$(GO) deploy/images/build.sh
+
+images-runtime: ## Install podman (runc) to start the images in tests/images; without it they start chrooted (root either way)
+	@deploy/images/install-runtime.sh
 
 skaffold-check: tools ## skaffold render, offline: the chart release with the six images (builds skaffold v2.16.1 into .tools once, about 10 minutes)
 	@deploy/tools/install-skaffold.sh $(TOOLS)
-	@PATH=$(TOOLS)/bin:$$PATH HOME=$(TOOLS)/skaffold-home $(TOOLS)/bin/skaffold render --offline=true --digest-source=tag --update-check=false > /dev/null && echo "skaffold render: ok"
+	@HOME=$(TOOLS)/skaffold-home PATH=$(TOOLS)/bin:$$PATH skaffold render --offline=true --digest-source=tag --update-check=false --output $(TOOLS)/skaffold-render.yaml
+	@for s in $(SERVICES); do grep -q "image: linkmesh/$$s:" $(TOOLS)/skaffold-render.yaml || { echo "skaffold render: no image linkmesh/$$s"; exit 1; }; done; echo "skaffold render: ok"
 
 chart-docs: tools ## Regenerate charts/linkmesh/README.md from Chart.yaml, values.yaml and README.md.gotmpl (helm-docs)
 	@$(TOOLS)/bin/helm-docs --chart-search-root charts --template-files README.md.gotmpl --log-level warning

@@ -64,7 +64,7 @@ soak: deps build ## 10 minutes of mixed load (redirects, creations, logins, read
 	@$(BIN)/soak -bin $(BIN) -duration $${SOAK_DURATION:-10m}
 
 drills: deps build geoip ## The fault drills and the hostile input, longer: a 10-minute fuzz of the gateway (LINKMESH_FUZZ_DURATION), the crash and outage drills, the Redis Cluster run
-	@LINKMESH_TEST_GEOIP_DB=$(DATA)/geoip/countries.mmdb $(BIN)/devstack exec -- bash -c 'cd tests && LINKMESH_REQUIRE_INTEGRATION=1 LINKMESH_BIN_DIR=$(BIN) LINKMESH_FUZZ_DURATION=$${LINKMESH_FUZZ_DURATION:-10m} $(GO) test -count=1 -timeout 60m -v -run "TestHostileInputCorpus|TestMalformedHTTP|TestFuzzGateway|TestClicksSurviveAnalyticsCrash|TestWarmRedirectsOutliveTheLinkService" ./e2e/ && LINKMESH_REQUIRE_INTEGRATION=1 LINKMESH_BIN_DIR=$(BIN) $(GO) test -count=1 -v ./cluster/'
+	@LINKMESH_TEST_GEOIP_DB=$(DATA)/geoip/countries.mmdb $(BIN)/devstack exec -- bash -c 'cd tests && LINKMESH_REQUIRE_INTEGRATION=1 LINKMESH_BIN_DIR=$(BIN) LINKMESH_FUZZ_DURATION=$${LINKMESH_FUZZ_DURATION:-10m} $(GO) test -count=1 -timeout 60m -v -run "TestHostileInputCorpus|TestMalformedHTTP|TestFuzzGateway|TestClicksSurviveAnalyticsCrash|TestWarmRedirectsOutliveTheLinkService" ./e2e/ && LINKMESH_REQUIRE_INTEGRATION=1 LINKMESH_BIN_DIR=$(BIN) $(GO) test -count=1 -v ./cluster/ ./drills/'
 
 tools: ## Build the pinned chart tools (helm, kubeconform, helm-docs) and the offline Kubernetes JSON schemas into ./.tools
 	@deploy/tools/install.sh $(TOOLS)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -18,14 +19,21 @@ const redisReadyTimeout = 20 * time.Second
 // startRedis starts a throwaway-persistence redis-server on a free loopback
 // port and waits for PING. It returns the process and its redis:// URL.
 func startRedis(ctx context.Context, dir, logsDir string, logger *slog.Logger) (*process, string, error) {
+	return startRedisOn(ctx, 0, dir, logsDir, logger)
+}
+
+// startRedisOn is startRedis on port, or on a free one when port is 0.
+func startRedisOn(ctx context.Context, fixed int, dir, logsDir string, logger *slog.Logger) (*process, string, error) {
 	bin, err := lookBinary("redis-server")
 	if err != nil {
 		return nil, "", fmt.Errorf("start redis: %w", err)
 	}
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, "", fmt.Errorf("start redis: %w", err)
+		port := fixed
+		if port == 0 {
+			if port, err = freePort(); err != nil {
+				return nil, "", fmt.Errorf("start redis: %w", err)
+			}
 		}
 		p, err := startProcess(processSpec{
 			name: "redis",
@@ -53,7 +61,7 @@ func startRedis(ctx context.Context, dir, logsDir string, logger *slog.Logger) (
 			return p, url, nil
 		}
 		p.stop(syscall.SIGKILL, time.Second)
-		if attempt < 3 && p.addrInUse() {
+		if attempt < 3 && p.addrInUse() && fixed == 0 {
 			logger.Info("redis port was taken, retrying", "port", port)
 			continue
 		}
@@ -71,4 +79,25 @@ func pingRedis(ctx context.Context, url string) error {
 	client := redis.NewClient(opts)
 	defer client.Close()
 	return client.Ping(ctx).Err()
+}
+
+// RestartRedis kills Redis (SIGKILL, as a crash: without persistence it comes back empty),
+// keeps it away for down, and starts it again on the same port.
+func (d *Datastores) RestartRedis(ctx context.Context, down time.Duration) error {
+	u, err := url.Parse(d.RedisURL)
+	if err != nil {
+		return err
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return err
+	}
+	d.redis.stop(syscall.SIGKILL, 5*time.Second)
+	time.Sleep(down)
+	p, _, err := startRedisOn(ctx, port, d.Dir, d.LogDir, d.logger)
+	if err != nil {
+		return err
+	}
+	d.redis = p
+	return nil
 }

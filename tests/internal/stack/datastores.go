@@ -1,12 +1,15 @@
 package stack
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -133,4 +136,42 @@ func (d *Datastores) Stop() {
 		d.redis.stop(syscall.SIGTERM, 10*time.Second)
 		d.logger.Info("datastores stopped", "dir", d.Dir)
 	})
+}
+
+// PausePostgres stops PostgreSQL and every backend (SIGSTOP; each backend is a session of
+// its own, so the postmaster's children are found in /proc): the MongoDB wire server stays up
+// but every query waits, as on a stalled database machine.
+func (d *Datastores) PausePostgres() error { return d.signalPostgres(syscall.SIGSTOP) }
+
+// ResumePostgres lets a paused PostgreSQL go on.
+func (d *Datastores) ResumePostgres() error { return d.signalPostgres(syscall.SIGCONT) }
+
+func (d *Datastores) signalPostgres(sig syscall.Signal) error {
+	master := d.postgres.pid()
+	pids := []int{master}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces, so read after its closing paren.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(master) {
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil && pid == master {
+			return err
+		}
+	}
+	return nil
 }

@@ -69,12 +69,36 @@ func (h *HTTP) Middleware() fiber.Handler {
 			}
 		}
 		h.inflight.Dec()
-		method := c.Method()
+		method := methodLabel(c.Method())
 		route := h.route(c, own, method)
 		h.requests.WithLabelValues(method, route, strconv.Itoa(c.Response().StatusCode())).Inc()
 		h.duration.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
 		return nil
 	}
+}
+
+// methodLabel is the method as a label: one of a fixed set, as a constant string. Fiber's
+// c.Method() aliases the connection's buffer, which the next request overwrites, so it
+// must never be kept as a label value ("GET" would become "GETT"); and an unknown method
+// must not add series.
+func methodLabel(m string) string {
+	switch m {
+	case fiber.MethodGet:
+		return fiber.MethodGet
+	case fiber.MethodHead:
+		return fiber.MethodHead
+	case fiber.MethodPost:
+		return fiber.MethodPost
+	case fiber.MethodPut:
+		return fiber.MethodPut
+	case fiber.MethodPatch:
+		return fiber.MethodPatch
+	case fiber.MethodDelete:
+		return fiber.MethodDelete
+	case fiber.MethodOptions:
+		return fiber.MethodOptions
+	}
+	return "OTHER"
 }
 
 // route is the template of the route that answered c, or Unmatched: when nothing matched,

@@ -1,13 +1,21 @@
 package metrics
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -81,4 +89,67 @@ func TestMiddlewareLabelsByRouteTemplateAndAnsweredStatus(t *testing.T) {
 			t.Errorf("%s not exposed; have %s", n, all)
 		}
 	}
+}
+
+// On a real connection Fiber reuses its buffers between requests: a method kept as a label
+// must not change under a later request ("GET" after "POST" read as "GETT").
+func TestMethodLabelsSurviveBufferReuse(t *testing.T) {
+	reg := New("svc")
+	h := reg.HTTP()
+	app := fiber.New()
+	app.Use(h.Middleware())
+	app.All("/x", func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusNoContent) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	defer app.Shutdown()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	for _, m := range []string{"POST", "GET", "DELETE", "PUT", "GET", "PATCH"} {
+		if _, err := fmt.Fprintf(conn, "%s /x HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", m); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if _, err := reg.Gatherer().Gather(); err != nil {
+		t.Fatalf("gathering failed: %v", err)
+	}
+	var methods []string
+	for _, lp := range collectLabels(t, h) {
+		methods = append(methods, lp)
+	}
+	sort.Strings(methods)
+	if got := strings.Join(methods, ","); got != "DELETE,GET,PATCH,POST,PUT" {
+		t.Fatalf("method labels %s", got)
+	}
+}
+
+func collectLabels(t *testing.T, h *HTTP) []string {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 100)
+	h.duration.Collect(ch)
+	close(ch)
+	var out []string
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range d.GetLabel() {
+			if l.GetName() == "method" {
+				out = append(out, l.GetValue())
+			}
+		}
+	}
+	return out
 }

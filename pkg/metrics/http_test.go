@@ -124,10 +124,7 @@ func TestMethodLabelsSurviveBufferReuse(t *testing.T) {
 	if _, err := reg.Gatherer().Gather(); err != nil {
 		t.Fatalf("gathering failed: %v", err)
 	}
-	var methods []string
-	for _, lp := range collectLabels(t, h) {
-		methods = append(methods, lp)
-	}
+	methods := collectLabels(t, h)
 	sort.Strings(methods)
 	if got := strings.Join(methods, ","); got != "DELETE,GET,PATCH,POST,PUT" {
 		t.Fatalf("method labels %s", got)

@@ -82,23 +82,19 @@ func (h *HTTP) Middleware() fiber.Handler {
 // must never be kept as a label value ("GET" would become "GETT"); and an unknown method
 // must not add series.
 func methodLabel(m string) string {
-	switch m {
-	case fiber.MethodGet:
-		return fiber.MethodGet
-	case fiber.MethodHead:
-		return fiber.MethodHead
-	case fiber.MethodPost:
-		return fiber.MethodPost
-	case fiber.MethodPut:
-		return fiber.MethodPut
-	case fiber.MethodPatch:
-		return fiber.MethodPatch
-	case fiber.MethodDelete:
-		return fiber.MethodDelete
-	case fiber.MethodOptions:
-		return fiber.MethodOptions
+	if label, ok := methodLabels[m]; ok {
+		return label
 	}
 	return "OTHER"
+}
+
+var methodLabels = map[string]string{}
+
+func init() {
+	for _, m := range []string{fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut,
+		fiber.MethodPatch, fiber.MethodDelete, fiber.MethodOptions} {
+		methodLabels[m] = m // the constant, not the request's bytes
+	}
 }
 
 // route is the template of the route that answered c, or Unmatched: when nothing matched,

@@ -8,10 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,35 +71,13 @@ func run(m *testing.M) int {
 	return code
 }
 
-type answer struct {
-	status int
-	body   []byte
-	header http.Header
-}
-
-func send(t *testing.T, base, method, path, body string, header map[string]string) answer {
+func send(t *testing.T, base, method, path, body string, header map[string]string) stack.Answer {
 	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, base+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
+	a, err := stack.Send(client, base, method, path, body, header)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return answer{status: resp.StatusCode, body: b, header: resp.Header}
+	return a
 }
 
 // The keys of one counter share a hash tag, so the reserve script runs on one node and stays
@@ -115,7 +91,7 @@ func TestQuotaWindowIsExactOnACluster(t *testing.T) {
 			a := send(t, svcs.GatewayURL, "POST", "/api/links/shorten", fmt.Sprintf(`{"url":"https://93.184.216.34/q%d"}`, i),
 				map[string]string{"X-Forwarded-For": "203.0.113.77"})
 			mu.Lock()
-			statuses[a.status]++
+			statuses[a.Status]++
 			mu.Unlock()
 		})
 	}
@@ -131,32 +107,32 @@ func TestInvalidationAndClicksOnACluster(t *testing.T) {
 	reg := send(t, svcs.GatewayURL, "POST", "/api/auth/register",
 		`{"email":"owner@cluster.example","password":"s3cret-passphrase","first_name":"Ada","last_name":"Lovelace"}`,
 		map[string]string{"X-Forwarded-For": "203.0.113.78"})
-	if reg.status != 201 {
-		t.Fatalf("register: %d %s", reg.status, reg.body)
+	if reg.Status != 201 {
+		t.Fatalf("register: %d %s", reg.Status, reg.Body)
 	}
 	cookie := ""
-	for _, c := range (&http.Response{Header: reg.header}).Cookies() {
+	for _, c := range (&http.Response{Header: reg.Header}).Cookies() {
 		if c.Name == "go_session" {
 			cookie = c.Name + "=" + c.Value
 		}
 	}
 	owner := map[string]string{"Cookie": cookie, "X-Forwarded-For": "203.0.113.78"}
 	created := send(t, svcs.GatewayURL, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/cluster"}`, owner)
-	if created.status != 201 {
-		t.Fatalf("shorten: %d %s", created.status, created.body)
+	if created.Status != 201 {
+		t.Fatalf("shorten: %d %s", created.Status, created.Body)
 	}
 	var link struct {
 		Code string `json:"short_code"`
 	}
-	_ = json.Unmarshal(created.body, &link)
+	_ = json.Unmarshal(created.Body, &link)
 
 	const visits = 20
 	browser := map[string]string{"User-Agent": "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"}
 	gateways := []string{svcs.GatewayURL, svcs.URLs["gateway-2"]}
 	for i := range visits {
 		browser["X-Forwarded-For"] = fmt.Sprintf("198.51.100.%d", i+1)
-		if a := send(t, gateways[i%2], "GET", "/"+link.Code, "", browser); a.status != 302 {
-			t.Fatalf("visit %d: %d %s", i, a.status, a.body)
+		if a := send(t, gateways[i%2], "GET", "/"+link.Code, "", browser); a.Status != 302 {
+			t.Fatalf("visit %d: %d %s", i, a.Status, a.Body)
 		}
 	}
 	deadline := time.Now().Add(90 * time.Second)
@@ -165,28 +141,28 @@ func TestInvalidationAndClicksOnACluster(t *testing.T) {
 		var got struct {
 			Total int `json:"total_clicks"`
 		}
-		_ = json.Unmarshal(a.body, &got)
-		if a.status == 200 && got.Total == visits {
+		_ = json.Unmarshal(a.Body, &got)
+		if a.Status == 200 && got.Total == visits {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 90 s the analytics answer %d %s, want %d clicks", a.status, a.body, visits)
+			t.Fatalf("after 90 s the analytics answer %d %s, want %d clicks", a.Status, a.Body, visits)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 
-	if a := send(t, svcs.GatewayURL, "DELETE", "/api/user/links/"+link.Code, "", owner); a.status != 200 && a.status != 204 {
-		t.Fatalf("delete: %d %s", a.status, a.body)
+	if a := send(t, svcs.GatewayURL, "DELETE", "/api/user/links/"+link.Code, "", owner); a.Status != 200 && a.Status != 204 {
+		t.Fatalf("delete: %d %s", a.Status, a.Body)
 	}
 	start := time.Now()
 	for _, gw := range gateways {
 		for {
 			a := send(t, gw, "GET", "/"+link.Code, "", nil)
-			if a.status == 404 {
+			if a.Status == 404 {
 				break
 			}
 			if time.Since(start) > time.Second {
-				t.Fatalf("%s still answers %d for a deleted code after 1 s", gw, a.status)
+				t.Fatalf("%s still answers %d for a deleted code after 1 s", gw, a.Status)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

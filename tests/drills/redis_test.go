@@ -6,10 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,26 +41,14 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// send makes one request; a transport failure is status 0 with the error as body.
 func send(t *testing.T, base, method, path, body string, header map[string]string) (int, []byte) {
 	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, _ := http.NewRequest(method, base+path, r)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
+	a, err := stack.Send(client, base, method, path, body, header)
 	if err != nil {
 		return 0, []byte(err.Error())
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return a.Status, a.Body
 }
 
 // TestRedisRestart: Redis is killed and comes back empty after 2 s while visitors keep

@@ -226,3 +226,36 @@ func OwnerClicks(ctx context.Context, gw, session string) (int64, error) {
 	}
 	return d.TotalClicks, nil
 }
+
+// Answer is what a service said to Send.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Send makes one request to base+path with hc: a JSON body when body is set, the given
+// headers. A transport failure is an error, for the caller to judge.
+func Send(hc *http.Client, base, method, path, body string, header map[string]string) (Answer, error) {
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, base+path, r)
+	if err != nil {
+		return Answer{}, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return Answer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b}, err
+}

@@ -14,8 +14,12 @@ import (
 type Service struct {
 	ListenAddr string `env:"LINKMESH_LISTEN_ADDR"`
 	LogLevel   string `env:"LINKMESH_LOG_LEVEL" envDefault:"info"`
-	// InternalSecret signs and verifies the gateway's short-lived identity tokens.
-	InternalSecret Secret `env:"LINKMESH_INTERNAL_SECRET"`
+	// InternalKey is this service's Ed25519 private key (PKCS #8 PEM): it signs the internal
+	// tokens of the calls it makes.
+	InternalKey Secret `env:"LINKMESH_INTERNAL_KEY"`
+	// InternalCerts is the PEM bundle of every service's certificate (common name = service
+	// name): the public keys internal tokens are verified with.
+	InternalCerts string `env:"LINKMESH_INTERNAL_CERTS"`
 	// ShutdownDrain is how long readiness fails before the listener closes, so that load
 	// balancers stop routing here first.
 	ShutdownDrain time.Duration `env:"LINKMESH_SHUTDOWN_DRAIN" envDefault:"0s"`
@@ -32,8 +36,8 @@ func (s *Service) Common() *Service { return s }
 
 // Validate checks the settings that have no safe default.
 func (s Service) Validate() error {
-	if len(s.InternalSecret) < 32 {
-		return errors.New("LINKMESH_INTERNAL_SECRET must be set to at least 32 characters")
+	if s.InternalKey == "" || s.InternalCerts == "" {
+		return errors.New("LINKMESH_INTERNAL_KEY and LINKMESH_INTERNAL_CERTS must be set")
 	}
 	if _, err := ParseLogLevel(s.LogLevel); err != nil {
 		return err

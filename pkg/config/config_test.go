@@ -23,7 +23,7 @@ func TestSecretNeverPrinted(t *testing.T) {
 
 func TestLoadReadsEnvironment(t *testing.T) {
 	t.Setenv("LINKMESH_LISTEN_ADDR", "127.0.0.1:9999")
-	t.Setenv("LINKMESH_INTERNAL_SECRET", "short")
+	t.Setenv("LINKMESH_INTERNAL_KEY", "")
 	cfg, err := Load[Service]()
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestLoadReadsEnvironment(t *testing.T) {
 		t.Fatalf("unexpected config %+v", cfg)
 	}
 	if err := cfg.Validate(); err == nil {
-		t.Fatal("a short internal secret must be refused")
+		t.Fatal("a missing internal key must be refused")
 	}
 }
 

@@ -146,7 +146,11 @@ func (c *Client) Do(ctx context.Context, req Request, out any) error {
 	if req.IdempotencyKey != "" {
 		hr.Header.Set("Idempotency-Key", req.IdempotencyKey)
 	}
-	if tok := identity.TokenFromContext(ctx); tok != "" {
+	tok, err := identity.TokenFor(ctx, c.service)
+	if err != nil {
+		return fmt.Errorf("call %s: %w", c.service, err)
+	}
+	if tok != "" {
 		hr.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := c.rc.Do(hr)

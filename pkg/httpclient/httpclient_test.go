@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,16 +68,27 @@ func TestDecodesPeerEnvelopeAndCarriesToken(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := newClient(srv.URL)
-	ctx := identity.ContextWithToken(context.Background(), "tok123")
+	set, err := identity.GenerateKeySet(identity.Gateway, "peer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, _ := identity.NewKeys(identity.Gateway, set.Keys[identity.Gateway], set.Certs)
+	peer, _ := identity.NewKeys("peer", set.Keys["peer"], set.Certs)
+	ctx, err := gw.WithCaller(context.Background(), identity.Caller{UserID: "u7", Role: identity.RoleUser})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	var out struct{ Value int }
 	if err := c.Do(ctx, Request{Method: "GET", Path: "/ok"}, &out); err != nil || out.Value != 7 {
 		t.Fatalf("ok: %v %+v", err, out)
 	}
-	if gotAuth != "Bearer tok123" {
-		t.Fatalf("Authorization %q", gotAuth)
+	// The call carries a token addressed to the peer, for the caller of ctx.
+	tok, _ := strings.CutPrefix(gotAuth, "Bearer ")
+	if caller, err := peer.Verify(tok); err != nil || caller.UserID != "u7" {
+		t.Fatalf("Authorization %q: %+v, %v", gotAuth, caller, err)
 	}
-	err := c.Do(ctx, Request{Method: "POST", Path: "/limited", IdempotencyKey: "abc"}, nil)
+	err = c.Do(ctx, Request{Method: "POST", Path: "/limited", IdempotencyKey: "abc"}, nil)
 	e, ok := errs.As(err)
 	if !ok || e.Kind != errs.KindTooMany || e.Message != "slow down" || e.RetryAfter != 42*time.Second || gotKey != "abc" {
 		t.Fatalf("limited: %+v (key %q)", err, gotKey)

@@ -1,9 +1,25 @@
-// Package identity carries the caller's identity from the gateway to the services in a
-// short-lived internal token signed with HS256. Services trust nothing else about the caller.
+// Package identity carries the caller's identity from the gateway to the services in
+// short-lived internal tokens signed with Ed25519 (EdDSA JWTs).
+//
+// Every service has a key pair of its own; every service knows the public keys of all of them
+// (one certificate per service, see KeySet). Three kinds of token exist, each addressed to
+// exactly one receiving service (its audience), each valid for at most TTL:
+//
+//   - a caller token, signed by the gateway: who the end user is (subject, role, status, IP hash,
+//     User-Agent, quota limit). Only the gateway's key can sign one, so no other service can
+//     mint a caller — a compromised service cannot make itself a super admin;
+//   - a passed-on token, signed by a service S for a peer T, carrying the token S received
+//     (whose audience must be S): S acts for that same caller and can assert nothing of its own;
+//   - a service token, signed by a service S for a peer T, with no caller at all: S acting as
+//     itself for work no request asked for (a sweeper finishing an interrupted step). Receivers
+//     decide, per operation, which services may do what (Caller.IsService).
+//
+// A token addressed to one service is refused by every other.
 package identity
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"time"
@@ -14,26 +30,30 @@ import (
 // TTL bounds every internal token; a stolen one is useless within a minute.
 const TTL = time.Minute
 
-const (
-	issuer   = "linkmesh-gateway"
-	audience = "linkmesh-internal"
-)
+// Gateway is the one service whose tokens may name a caller.
+const Gateway = "gateway"
 
-// Roles a caller can have; RoleAnonymous is the role of a caller without a session.
+// maxChain bounds how many services a caller's token may be passed through: gateway →
+// moderation → link → moderation is the longest path the services take.
+const maxChain = 5
+
+// Roles a caller can have; RoleAnonymous is the role of a caller without a session and
+// RoleService the role of a service acting as itself.
 const (
 	RoleAnonymous  = "anonymous"
 	RoleUser       = "user"
 	RoleModerator  = "moderator"
 	RoleSuperAdmin = "super_admin"
+	RoleService    = "service"
 )
 
 // AtLeastModerator reports whether the caller may act as a moderator.
 func (c Caller) AtLeastModerator() bool { return c.Role == RoleModerator || c.Role == RoleSuperAdmin }
 
-// Caller is who the gateway says is calling.
+// Caller is who the gateway says is calling, or the service acting as itself.
 type Caller struct {
-	UserID string // empty when anonymous
-	Role   string // anonymous, user, moderator or super_admin
+	UserID string // empty when anonymous or a service
+	Role   string // anonymous, user, moderator, super_admin or service
 	Status string // active, suspended or banned; empty when anonymous
 	// IPHash is the HMAC-SHA256 of the client IP under the server secret; the raw IP never
 	// leaves the gateway. Empty for calls no client asked for (redirect cache fills).
@@ -43,111 +63,220 @@ type Caller struct {
 	// QuotaLimit is a signed-in user's quota_limit as the session gate read it on this very
 	// request, so a changed limit applies to the next creation; 0 when anonymous.
 	QuotaLimit int
+	// Service names the service acting as itself (Role is RoleService); empty otherwise.
+	Service string
 }
 
 // MaxUserAgent bounds the User-Agent carried in tokens and kept in audit records.
 const MaxUserAgent = 512
 
-var validRoles = map[string]bool{RoleAnonymous: true, RoleUser: true, RoleModerator: true, RoleSuperAdmin: true}
+// userRoles are the roles a caller token may carry; RoleService is never the gateway's to give.
+var userRoles = map[string]bool{RoleAnonymous: true, RoleUser: true, RoleModerator: true, RoleSuperAdmin: true}
 
 // Anonymous is the caller without a session.
 var Anonymous = Caller{Role: RoleAnonymous}
 
-// IsAnonymous reports whether the caller has no account.
-func (c Caller) IsAnonymous() bool { return c.UserID == "" }
+// IsAnonymous reports whether the caller is an end user without an account.
+func (c Caller) IsAnonymous() bool { return c.UserID == "" && c.Role != RoleService }
+
+// IsService reports whether the caller is the named service acting as itself.
+func (c Caller) IsService(name string) bool { return c.Role == RoleService && c.Service == name }
 
 type claims struct {
-	Role       string `json:"role"`
+	Role       string `json:"role,omitempty"`
 	Status     string `json:"status,omitempty"`
 	IPHash     string `json:"iph,omitempty"`
 	UserAgent  string `json:"ua,omitempty"`
 	QuotaLimit int    `json:"ql,omitempty"`
+	// OnBehalfOf is the token a service received and passes on.
+	OnBehalfOf string `json:"obo,omitempty"`
 	jwt.RegisteredClaims
 }
 
-// Keys signs and verifies internal tokens with one shared secret.
+// namesCaller reports whether cl carries any claim about an end user.
+func (cl *claims) namesCaller() bool {
+	return cl.Subject != "" || cl.Role != "" || cl.Status != "" || cl.IPHash != "" || cl.UserAgent != "" || cl.QuotaLimit != 0
+}
+
+// Keys signs the tokens of one service and verifies the tokens addressed to it.
 type Keys struct {
-	secret []byte
+	self   string
+	priv   ed25519.PrivateKey
+	pubs   map[string]ed25519.PublicKey
 	parser *jwt.Parser
 	now    func() time.Time
 }
 
-// NewKeys returns Keys for secret, which must be at least 32 bytes.
-func NewKeys(secret string) (*Keys, error) {
-	if len(secret) < 32 {
-		return nil, errors.New("internal token secret must be at least 32 bytes")
+// NewKeys returns the keys of service self: privateKeyPEM is its Ed25519 private key (PKCS #8
+// PEM) and certsPEM the certificates of every service (see ParseCertificates), which must
+// include self's — matching the private key — and the gateway's.
+func NewKeys(self, privateKeyPEM, certsPEM string) (*Keys, error) {
+	priv, err := ParsePrivateKey(privateKeyPEM)
+	if err != nil {
+		return nil, err
 	}
-	k := &Keys{secret: []byte(secret), now: time.Now}
+	pubs, err := ParseCertificates(certsPEM)
+	if err != nil {
+		return nil, err
+	}
+	if own, ok := pubs[self]; !ok || !own.Equal(priv.Public()) {
+		return nil, fmt.Errorf("internal certificates: none for %q matches its private key", self)
+	}
+	if _, ok := pubs[Gateway]; !ok {
+		return nil, fmt.Errorf("internal certificates: none for %q", Gateway)
+	}
+	k := &Keys{self: self, priv: priv, pubs: pubs, now: time.Now}
 	k.parser = jwt.NewParser(
-		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-		jwt.WithIssuer(issuer), jwt.WithAudience(audience),
+		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
 		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(5*time.Second),
 		jwt.WithTimeFunc(func() time.Time { return k.now() }),
 	)
 	return k, nil
 }
 
-// Sign issues a token for c valid for TTL.
-func (k *Keys) Sign(c Caller) (string, error) {
+// Service is the name of the service these keys belong to.
+func (k *Keys) Service() string { return k.self }
+
+// sign issues cl from this service to audience, valid for TTL.
+func (k *Keys) sign(cl claims, audience string) (string, error) {
 	now := k.now()
-	role := c.Role
-	if role == "" {
-		role = RoleAnonymous
-	}
-	ua := c.UserAgent
-	if len(ua) > MaxUserAgent {
-		ua = ua[:MaxUserAgent]
-	}
-	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims{
-		Role: role, Status: c.Status, IPHash: c.IPHash, UserAgent: ua, QuotaLimit: c.QuotaLimit,
-		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: issuer, Audience: jwt.ClaimStrings{audience}, Subject: c.UserID,
-			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(TTL)),
-		},
-	})
-	s, err := tok.SignedString(k.secret)
+	cl.Issuer, cl.Audience = k.self, jwt.ClaimStrings{audience}
+	cl.IssuedAt, cl.ExpiresAt = jwt.NewNumericDate(now), jwt.NewNumericDate(now.Add(TTL))
+	s, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, cl).SignedString(k.priv)
 	if err != nil {
 		return "", fmt.Errorf("sign internal token: %w", err)
 	}
 	return s, nil
 }
 
-// Verify checks signature, issuer, audience and expiry and returns the caller.
+// SignCaller issues a caller token for c addressed to audience. Only the gateway signs them.
+func (k *Keys) SignCaller(c Caller, audience string) (string, error) {
+	if k.self != Gateway {
+		return "", fmt.Errorf("sign internal token: only the %s names callers, not %s", Gateway, k.self)
+	}
+	role := c.Role
+	if role == "" {
+		role = RoleAnonymous
+	}
+	if !userRoles[role] || (c.UserID == "") != (role == RoleAnonymous) {
+		return "", fmt.Errorf("sign internal token: inconsistent user %q and role %q", c.UserID, role)
+	}
+	ua := c.UserAgent
+	if len(ua) > MaxUserAgent {
+		ua = ua[:MaxUserAgent]
+	}
+	return k.sign(claims{Role: role, Status: c.Status, IPHash: c.IPHash, UserAgent: ua, QuotaLimit: c.QuotaLimit,
+		RegisteredClaims: jwt.RegisteredClaims{Subject: c.UserID}}, audience)
+}
+
+// passOn issues a token for audience acting for the caller of received, a token addressed
+// to this service.
+func (k *Keys) passOn(received, audience string) (string, error) {
+	return k.sign(claims{OnBehalfOf: received}, audience)
+}
+
+// signService issues a token for audience in which this service acts as itself.
+func (k *Keys) signService(audience string) (string, error) { return k.sign(claims{}, audience) }
+
+// Verify checks a token addressed to this service — signature, issuer, audience, expiry,
+// lifetime, and the whole chain of services it was passed through — and returns the caller.
 func (k *Keys) Verify(token string) (Caller, error) {
-	var cl claims
-	_, err := k.parser.ParseWithClaims(token, &cl, func(*jwt.Token) (any, error) { return k.secret, nil })
+	c, err := k.verify(token, k.self, 0)
 	if err != nil {
 		return Caller{}, fmt.Errorf("verify internal token: %w", err)
 	}
-	if !validRoles[cl.Role] || (cl.Subject == "") != (cl.Role == RoleAnonymous) {
-		return Caller{}, errors.New("verify internal token: inconsistent subject and role")
+	return c, nil
+}
+
+func (k *Keys) verify(token, audience string, depth int) (Caller, error) {
+	if depth >= maxChain {
+		return Caller{}, errors.New("passed on through too many services")
+	}
+	var cl claims
+	_, err := k.parser.ParseWithClaims(token, &cl, func(t *jwt.Token) (any, error) {
+		pub, ok := k.pubs[cl.Issuer]
+		if !ok {
+			return nil, fmt.Errorf("unknown issuer %q", cl.Issuer)
+		}
+		return pub, nil
+	})
+	if err != nil {
+		return Caller{}, err
+	}
+	if len(cl.Audience) != 1 || cl.Audience[0] != audience {
+		return Caller{}, fmt.Errorf("token addressed to %v, not %s", []string(cl.Audience), audience)
 	}
 	// Whoever signs must not mint long-lived tokens: the lifetime is ours to bound.
 	if cl.IssuedAt == nil || cl.ExpiresAt.Sub(cl.IssuedAt.Time) > TTL {
-		return Caller{}, errors.New("verify internal token: lifetime exceeds the limit")
+		return Caller{}, errors.New("lifetime exceeds the limit")
 	}
-	return Caller{UserID: cl.Subject, Role: cl.Role, Status: cl.Status, IPHash: cl.IPHash, UserAgent: cl.UserAgent,
-		QuotaLimit: cl.QuotaLimit}, nil
+	switch {
+	case cl.Issuer == Gateway:
+		if cl.OnBehalfOf != "" || !userRoles[cl.Role] || (cl.Subject == "") != (cl.Role == RoleAnonymous) {
+			return Caller{}, errors.New("inconsistent subject and role")
+		}
+		return Caller{UserID: cl.Subject, Role: cl.Role, Status: cl.Status, IPHash: cl.IPHash, UserAgent: cl.UserAgent,
+			QuotaLimit: cl.QuotaLimit}, nil
+	case cl.namesCaller():
+		return Caller{}, fmt.Errorf("%s cannot name a caller", cl.Issuer)
+	case cl.OnBehalfOf != "":
+		// What the issuer passes on must have been addressed to it.
+		return k.verify(cl.OnBehalfOf, cl.Issuer, depth+1)
+	default:
+		return Caller{Role: RoleService, Service: cl.Issuer}, nil
+	}
 }
 
-type tokenKey struct{}
-
-// ContextWithToken attaches a signed token that outgoing internal calls will carry.
-func ContextWithToken(ctx context.Context, token string) context.Context {
-	return context.WithValue(ctx, tokenKey{}, token)
+// credential is what outgoing internal calls of one request authenticate with.
+type credential struct {
+	keys *Keys
+	// caller is the caller the gateway names (set only on the gateway).
+	caller *Caller
+	// received is the token this service received, passed on (set only in services).
+	received string
 }
 
-// TokenFromContext returns the token attached by ContextWithToken.
-func TokenFromContext(ctx context.Context) string {
-	s, _ := ctx.Value(tokenKey{}).(string)
-	return s
+// tokenFor signs the token of one call to audience.
+func (cr credential) tokenFor(audience string) (string, error) {
+	switch {
+	case cr.caller != nil:
+		return cr.keys.SignCaller(*cr.caller, audience)
+	case cr.received != "":
+		return cr.keys.passOn(cr.received, audience)
+	default:
+		return cr.keys.signService(audience)
+	}
 }
 
-// WithCaller signs a token for caller and attaches it to ctx for outgoing internal calls.
+type credentialKey struct{}
+
+// WithCaller makes the internal calls made with the returned context act for caller; only the
+// gateway's keys can.
 func (k *Keys) WithCaller(ctx context.Context, caller Caller) (context.Context, error) {
-	tok, err := k.Sign(caller)
-	if err != nil {
-		return ctx, err
+	if k.self != Gateway {
+		return ctx, fmt.Errorf("act for a caller: only the %s names callers, not %s", Gateway, k.self)
 	}
-	return ContextWithToken(ctx, tok), nil
+	return context.WithValue(ctx, credentialKey{}, credential{keys: k, caller: &caller}), nil
+}
+
+// AsService makes the internal calls made with the returned context act as this service
+// itself, with no caller: for work no request asked for.
+func (k *Keys) AsService(ctx context.Context) context.Context {
+	return context.WithValue(ctx, credentialKey{}, credential{keys: k})
+}
+
+// Received makes the internal calls made with the returned context act for the caller of
+// received, a token this service was called with (Require does it for every request).
+func (k *Keys) Received(ctx context.Context, received string) context.Context {
+	return context.WithValue(ctx, credentialKey{}, credential{keys: k, received: received})
+}
+
+// TokenFor returns the token an internal call to service audience made with ctx carries,
+// or "" when ctx acts for no one (such a call is refused by every internal route).
+func TokenFor(ctx context.Context, audience string) (string, error) {
+	cr, ok := ctx.Value(credentialKey{}).(credential)
+	if !ok {
+		return "", nil
+	}
+	return cr.tokenFor(audience)
 }

@@ -1,6 +1,8 @@
 package identity
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -11,7 +13,7 @@ import (
 const localsCaller = "linkmesh.caller"
 
 // Messages of the 401 a service answers to a call without a valid internal token. Callers
-// recognise them: such a refusal is a deployment fault (clock skew, secret mismatch), never
+// recognise them: such a refusal is a deployment fault (clock skew, mismatched keys), never
 // the end user's, so it must not reach the public as a 401.
 const (
 	MsgTokenRequired = "internal token required"
@@ -21,10 +23,11 @@ const (
 // IsTokenRejection reports whether a peer's 401 message is a refusal of our internal token.
 func IsTokenRejection(msg string) bool { return msg == MsgTokenRequired || msg == MsgTokenInvalid }
 
-// Require rejects requests without a valid internal token with 401 and stores the caller for
-// CallerOf. The raw token is also put into the request context so calls the handler makes to
-// other services carry it on.
-func Require(keys *Keys) fiber.Handler {
+// Require rejects requests without a valid internal token addressed to this service with 401
+// and stores the caller for CallerOf. Calls the handler makes to other services with the
+// request's context pass the token on, acting for the same caller. A service acting as itself
+// is let in only when named in services; the handlers decide what it may do.
+func Require(keys *Keys, services ...string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		h := c.Get(fiber.HeaderAuthorization)
 		tok, ok := strings.CutPrefix(h, "Bearer ")
@@ -35,8 +38,12 @@ func Require(keys *Keys) fiber.Handler {
 		if err != nil {
 			return &errs.Error{Kind: errs.KindUnauthenticated, Message: MsgTokenInvalid, Err: err}
 		}
+		if caller.Role == RoleService && !slices.Contains(services, caller.Service) {
+			return &errs.Error{Kind: errs.KindUnauthenticated, Message: MsgTokenInvalid,
+				Err: fmt.Errorf("%s may not call these routes as itself", caller.Service)}
+		}
 		c.Locals(localsCaller, caller)
-		c.SetUserContext(ContextWithToken(c.UserContext(), strings.Clone(tok)))
+		c.SetUserContext(keys.Received(c.UserContext(), strings.Clone(tok)))
 		return c.Next()
 	}
 }

@@ -78,7 +78,7 @@ func commonLogValue(cfg Config) slog.Value {
 	attrs := []slog.Attr{
 		slog.String("listen_addr", s.ListenAddr),
 		slog.String("log_level", s.LogLevel),
-		slog.Any("internal_secret", s.InternalSecret),
+		slog.Any("internal_key", s.InternalKey),
 		slog.String("shutdown_drain", s.ShutdownDrain.String()),
 		slog.String("debug_addr", s.DebugAddr),
 		slog.String("metrics_addr", s.MetricsAddr),

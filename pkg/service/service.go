@@ -148,9 +148,9 @@ func Run(ctx context.Context, spec Spec, rt Runtime) (err error) {
 		return err
 	}
 	rt.Logger.Info("starting", "common", commonLogValue(cfg), "config", cfg)
-	keys, err := identity.NewKeys(cfg.Common().InternalSecret.Reveal())
+	keys, err := identity.NewKeys(spec.Name, cfg.Common().InternalKey.Reveal(), cfg.Common().InternalCerts)
 	if err != nil {
-		return fmt.Errorf("internal token keys: %w", err)
+		return fmt.Errorf("LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS: %w", err)
 	}
 	stores, err := openDatastores(ctx, cfg, rt.TracerProvider)
 	if err != nil {

@@ -16,9 +16,20 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/linkmesh/linkmesh/pkg/config"
+	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
-const secret = "service-test-secret-0123456789abcdef"
+// internal is the key material of the services these tests boot; they boot as link.
+var internal = func() identity.KeySet {
+	set, err := identity.GenerateKeySet("gateway", "link")
+	if err != nil {
+		panic(err)
+	}
+	return set
+}()
+
+// secret is link's private key, which must never reach a log.
+var secret = config.Secret(internal.Keys["link"])
 
 // testConfig is a service without datastores, so the boot path runs without servers.
 type testConfig struct {
@@ -49,7 +60,7 @@ func TestRunReleasesWhenTheAddressIsTaken(t *testing.T) {
 	}
 	defer held.Close()
 	released := false
-	cfg := &testConfig{Service: config.Service{ListenAddr: held.Addr().String(), LogLevel: "info", InternalSecret: secret}}
+	cfg := &testConfig{Service: config.Service{ListenAddr: held.Addr().String(), LogLevel: "info", InternalKey: secret, InternalCerts: internal.Certs}}
 	spec := Spec{Name: "link", Config: cfg, Wire: func(context.Context, *Env) (Parts, error) {
 		return Parts{Close: func() { released = true }}, nil
 	}}
@@ -60,7 +71,9 @@ func TestRunReleasesWhenTheAddressIsTaken(t *testing.T) {
 
 func TestRunRefusesBadConfiguration(t *testing.T) {
 	cases := map[string]func(*testConfig){
-		"short secret":     func(c *testConfig) { c.InternalSecret = "short" },
+		"no internal key":  func(c *testConfig) { c.InternalKey = "" },
+		"no certificates":  func(c *testConfig) { c.InternalCerts = "" },
+		"another's key":    func(c *testConfig) { c.InternalKey = config.Secret(internal.Keys["gateway"]) },
 		"bad log level":    func(c *testConfig) { c.LogLevel = "verbose" },
 		"empty log level":  func(c *testConfig) { c.LogLevel = "" },
 		"bad peer":         func(c *testConfig) { c.QuotaURL = "quota:8085" },
@@ -72,7 +85,7 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 	}
 	// A service missing from the table of default addresses must name its own.
 	t.Run("no default address", func(t *testing.T) {
-		cfg := &testConfig{Service: config.Service{LogLevel: "info", InternalSecret: secret}}
+		cfg := &testConfig{Service: config.Service{LogLevel: "info", InternalKey: secret, InternalCerts: internal.Certs}}
 		rt := quiet()
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -89,7 +102,7 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 	})
 	for name, breakIt := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg := &testConfig{Service: config.Service{LogLevel: "info", InternalSecret: secret}}
+			cfg := &testConfig{Service: config.Service{LogLevel: "info", InternalKey: secret, InternalCerts: internal.Certs}}
 			breakIt(cfg)
 			wired := false
 			spec := Spec{Name: "link", Config: cfg, Wire: func(context.Context, *Env) (Parts, error) { wired = true; return Parts{}, nil }}
@@ -106,7 +119,8 @@ func TestLoadFillsDefaults(t *testing.T) {
 		t.Setenv(k, "")
 	}
 	t.Setenv("LINKMESH_LINK_URL", "http://link.internal:80")
-	t.Setenv("LINKMESH_INTERNAL_SECRET", secret)
+	t.Setenv("LINKMESH_INTERNAL_KEY", string(secret))
+	t.Setenv("LINKMESH_INTERNAL_CERTS", internal.Certs)
 	cfg := &testConfig{}
 	if err := Load(config.Moderation, cfg); err != nil {
 		t.Fatal(err)
@@ -119,13 +133,13 @@ func TestLoadFillsDefaults(t *testing.T) {
 
 // The shared settings are logged the same way for every service, secrets masked.
 func TestCommonLogValueMasksSecrets(t *testing.T) {
-	cfg := &datastoreConfig{Service: config.Service{InternalSecret: secret, ListenAddr: "127.0.0.1:1"}}
+	cfg := &datastoreConfig{Service: config.Service{InternalKey: secret, InternalCerts: internal.Certs, ListenAddr: "127.0.0.1:1"}}
 	cfg.URI, cfg.Database = "mongodb://user:mongo-password@db/", "linkmesh_x"
 	cfg.URL = "redis://:redis-password@cache/0"
 	var buf bytes.Buffer
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("starting", "common", commonLogValue(cfg), "config", cfg)
 	out := buf.String()
-	for _, leak := range []string{secret, "mongo-password", "redis-password"} {
+	for _, leak := range []string{"PRIVATE KEY", "mongo-password", "redis-password"} {
 		if strings.Contains(out, leak) {
 			t.Fatalf("log leaks %q: %s", leak, out)
 		}
@@ -149,7 +163,7 @@ func TestRunServesWorkersAndCloses(t *testing.T) {
 	}
 	rt.Listener = ln
 	var started, stopped, closedAfterStop atomic.Bool
-	cfg := &testConfig{Service: config.Service{LogLevel: "info", InternalSecret: secret}, Own: "mine"}
+	cfg := &testConfig{Service: config.Service{LogLevel: "info", InternalKey: secret, InternalCerts: internal.Certs}, Own: "mine"}
 	spec := Spec{Name: "link", Config: cfg, Wire: func(_ context.Context, env *Env) (Parts, error) {
 		if env.Keys == nil || env.Server == nil || env.Stores == nil {
 			t.Error("the boot path did not open keys, server and stores")
@@ -191,7 +205,7 @@ func TestRunServesWorkersAndCloses(t *testing.T) {
 		t.Fatalf("worker stopped %v, closed after it %v", stopped.Load(), closedAfterStop.Load())
 	}
 	out := logs.String()
-	if strings.Contains(out, secret) || !strings.Contains(out, `"listen_addr":"127.0.0.1:8082"`) ||
+	if strings.Contains(out, "PRIVATE KEY") || !strings.Contains(out, `"listen_addr":"127.0.0.1:8082"`) ||
 		!strings.Contains(out, `"quota_url":"http://127.0.0.1:8085"`) || !strings.Contains(out, `"own":"mine"`) {
 		t.Fatalf("start-up line: %s", out)
 	}
@@ -222,7 +236,7 @@ func TestRunServesMetricsOnTheirOwnListener(t *testing.T) {
 	mln.Close()
 	rt := quiet()
 	rt.Listener = ln
-	cfg := &testConfig{Service: config.Service{LogLevel: "info", InternalSecret: secret, MetricsAddr: maddr}}
+	cfg := &testConfig{Service: config.Service{LogLevel: "info", InternalKey: secret, InternalCerts: internal.Certs, MetricsAddr: maddr}}
 	spec := Spec{Name: "link", Config: cfg, Wire: func(_ context.Context, env *Env) (Parts, error) {
 		env.Metrics.CounterFunc("test_things_total", "Things.", func() float64 { return 7 })
 		return Parts{}, nil

@@ -67,7 +67,8 @@ func TestProducerAndWorkerRunOnTheBootPath(t *testing.T) {
 		})
 		return service.Parts{Workers: []func(context.Context){producer.Run, worker.Run}}, nil
 	}
-	cfg := &redisOnly{Service: config.Service{LogLevel: "info", InternalSecret: testenv.Secret}, Redis: config.Redis{URL: config.Secret(redisURL)}}
+	cfg := &redisOnly{Service: config.Service{LogLevel: "info"}, Redis: config.Redis{URL: config.Secret(redisURL)}}
+	cfg.InternalKey, cfg.InternalCerts = testenv.Internal(t, config.Analytics)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,8 +25,36 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/service"
 )
 
-// Secret is the internal token secret of services booted by Boot.
-const Secret = "component-test-secret-0123456789abcdef"
+// services are the names the internal key set of the tests has keys for.
+var services = []string{identity.Gateway, config.Auth, config.Link, config.Analytics, config.Moderation, config.Quota}
+
+var internal = sync.OnceValues(func() (identity.KeySet, error) { return identity.GenerateKeySet(services...) })
+
+// Internal returns the internal key settings of service name from the one key set of this
+// test process: its private key and every service's certificate.
+func Internal(t testing.TB, name string) (key config.Secret, certs string) {
+	t.Helper()
+	set, err := internal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Keys[name] == "" {
+		t.Fatalf("no internal key for %q", name)
+	}
+	return config.Secret(set.Keys[name]), set.Certs
+}
+
+// Keys returns the internal token keys of service name: the gateway's to call services as the
+// gateway does, a service's for fakes that check the tokens sent to them.
+func Keys(t testing.TB, name string) *identity.Keys {
+	t.Helper()
+	key, certs := Internal(t, name)
+	keys, err := identity.NewKeys(name, key.Reveal(), certs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
 
 // ClientKey is the identity key the gateway would send for one client in component tests.
 const ClientKey = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
@@ -32,8 +62,10 @@ const ClientKey = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e
 // Booted is a service started in-process by Boot.
 type Booted struct {
 	// URL is the service's base URL on loopback.
-	URL  string
+	URL string
+	// Keys are the gateway's: what As signs with.
 	Keys *identity.Keys
+	name string
 	// DB is the service's own database (nil for a service without one); it is a fresh
 	// database, dropped when the test ends.
 	DB   *mongo.Database
@@ -53,8 +85,9 @@ func Boot(t testing.TB, spec service.Spec, configure ...func()) *Booted {
 		t.Fatalf("default config: %v", err)
 	}
 	common := spec.Config.Common()
-	common.InternalSecret, common.LogLevel = Secret, "info"
-	b := &Booted{Logs: &LogBuffer{}}
+	common.InternalKey, common.InternalCerts = Internal(t, spec.Name)
+	common.LogLevel = "info"
+	b := &Booted{Logs: &LogBuffer{}, name: spec.Name, Keys: Keys(t, identity.Gateway)}
 	if m := service.MongoOf(spec.Config); m != nil {
 		b.DB = Mongo(t)
 		m.URI, m.Database = config.Secret(mongoURI), b.DB.Name()
@@ -65,11 +98,6 @@ func Boot(t testing.TB, spec service.Spec, configure ...func()) *Booted {
 	for _, f := range configure {
 		f()
 	}
-	keys, err := identity.NewKeys(Secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Keys = keys
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -84,8 +112,8 @@ func Boot(t testing.TB, spec service.Spec, configure ...func()) *Booted {
 		if err := <-done; err != nil {
 			t.Errorf("%s stopped with: %v", spec.Name, err)
 		}
-		if strings.Contains(b.Logs.String(), Secret) {
-			t.Errorf("the internal secret reached the logs of %s", spec.Name)
+		if strings.Contains(b.Logs.String(), "PRIVATE KEY") {
+			t.Errorf("the internal key reached the logs of %s", spec.Name)
 		}
 	})
 	if err := b.waitHealthy(done); err != nil {
@@ -118,7 +146,7 @@ func (b *Booted) waitHealthy(done chan error) error {
 	return errors.New("no healthy answer within 30s")
 }
 
-// As returns a context carrying an internal token for caller as the gateway signs it, with
+// As returns a context whose internal calls act for caller as the gateway names it, with
 // ClientKey and a test User-Agent unless the caller names its own.
 func (b *Booted) As(t testing.TB, caller identity.Caller) context.Context {
 	t.Helper()
@@ -148,21 +176,31 @@ type Response struct {
 	Body   string
 }
 
-// Do sends a raw request carrying ctx's internal token (if any), for what a typed client does
-// not show: statuses, headers, malformed bodies.
+// Do sends a raw request with the internal token ctx's caller has for this service (if any),
+// for what a typed client does not show: statuses, headers, malformed bodies.
 func (b *Booted) Do(t testing.TB, ctx context.Context, method, path, body string) Response {
+	t.Helper()
+	tok, err := identity.TokenFor(ctx, b.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.DoWithToken(t, tok, method, path, body)
+}
+
+// DoWithToken sends a raw request with token as its bearer token (none when empty).
+func (b *Booted) DoWithToken(t testing.TB, token, method, path, body string) Response {
 	t.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, b.URL+path, r)
+	req, err := http.NewRequest(method, b.URL+path, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if tok := identity.TokenFromContext(ctx); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -200,14 +238,25 @@ func (b *LogBuffer) String() string {
 	return b.buf.String()
 }
 
-// Keys are the internal token keys of services booted by Boot, for fakes that check tokens.
-func Keys(t testing.TB) *identity.Keys {
+// PeerCaller is what a fake peer service reads from a call made to it: the caller named by the
+// call's bearer token, verified with the keys of the service the path belongs to
+// (/internal/<service>/…, /internal/links/… and /internal/admin/links/… being link's).
+func PeerCaller(t testing.TB, r *http.Request) (identity.Caller, error) {
 	t.Helper()
-	keys, err := identity.NewKeys(Secret)
-	if err != nil {
-		t.Fatal(err)
+	rest, ok := strings.CutPrefix(r.URL.Path, "/internal/")
+	if !ok {
+		return identity.Caller{}, fmt.Errorf("%s is no internal route", r.URL.Path)
 	}
-	return keys
+	rest = strings.TrimPrefix(rest, "admin/")
+	name, _, _ := strings.Cut(rest, "/")
+	if name == "links" {
+		name = config.Link
+	}
+	if !slices.Contains(services[1:], name) {
+		return identity.Caller{}, fmt.Errorf("%s belongs to no service", r.URL.Path)
+	}
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return Keys(t, name).Verify(tok)
 }
 
 // RefusesConfig checks a service's configuration loading: with the environment base, load

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
-	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
 // QuotaServer fakes the quota service's two internal routes for component tests of the
@@ -28,11 +26,10 @@ type QuotaServer struct {
 
 // NewQuotaServer starts a fake quota service granting limit units per scope and key; it
 // stops when the test ends.
-func NewQuotaServer(t testing.TB, keys *identity.Keys, limit int) *QuotaServer {
+func NewQuotaServer(t testing.TB, limit int) *QuotaServer {
 	q := &QuotaServer{limit: limit, units: map[string]map[string]bool{}}
 	q.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if _, err := keys.Verify(tok); err != nil {
+		if _, err := PeerCaller(t, r); err != nil {
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = w.Write([]byte(`{"error":"internal token invalid"}`))
 			return

@@ -417,6 +417,10 @@ func TestImagesStart(t *testing.T) {
 	// group, which must not take the entries of tests running beside this one.
 	redisURL = ownRedisDB(t, redisURL)
 	t.Cleanup(func() { dropDatabases(t, mongoURI, prefix) })
+	internal, err := stack.GenerateInternalKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, svc := range services {
 		t.Run(svc, func(t *testing.T) {
 			img := image(t, p, svc)
@@ -428,7 +432,8 @@ func TestImagesStart(t *testing.T) {
 			vars := map[string]string{
 				"LINKMESH_LISTEN_ADDR":      "127.0.0.1:" + port,
 				"LINKMESH_METRICS_ADDR":     "127.0.0.1:" + metricsPort,
-				"LINKMESH_INTERNAL_SECRET":  secret(t),
+				"LINKMESH_INTERNAL_KEY":     internal.Keys[svc],
+				"LINKMESH_INTERNAL_CERTS":   internal.Certs,
 				"LINKMESH_MONGODB_URI":      mongoURI,
 				"LINKMESH_MONGODB_DATABASE": prefix + "_" + svc,
 				"LINKMESH_REDIS_URL":        redisURL,

@@ -123,6 +123,17 @@ type AuditRecord struct {
 	TargetType string         `json:"target_type"`
 	TargetID   string         `json:"target_id"`
 	Detail     map[string]any `json:"detail"`
+	// Actor is who took the action. It is honoured only from a service acting as itself, which
+	// finishes a step after the actor's own request ended; from a caller, the actor is the
+	// caller its token names.
+	Actor *AuditActor `json:"actor,omitempty"`
+}
+
+// AuditActor is who took an audited action.
+type AuditActor struct {
+	ID        string `json:"id"`
+	IPHash    string `json:"ip_hash,omitempty"`
+	UserAgent string `json:"user_agent,omitempty"`
 }
 
 // AuditEntry is one line of the audit log.

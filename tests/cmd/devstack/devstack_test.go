@@ -11,14 +11,13 @@ import (
 )
 
 func TestLoadSecretsPersists(t *testing.T) {
-	t.Setenv(stack.EnvInternalSecret, "")
 	t.Setenv(stack.EnvIdentitySecret, "")
 	dir := t.TempDir()
 	first, err := loadSecrets(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(first[stack.EnvInternalSecret]) != 64 || len(first[stack.EnvIdentitySecret]) != 64 {
+	if len(first[stack.EnvIdentitySecret]) != 64 || len(first) != 1 {
 		t.Fatalf("generated secrets: %v", first)
 	}
 	fi, err := os.Stat(filepath.Join(dir, "secrets.env"))
@@ -32,7 +31,7 @@ func TestLoadSecretsPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second[stack.EnvInternalSecret] != first[stack.EnvInternalSecret] || second[stack.EnvIdentitySecret] != first[stack.EnvIdentitySecret] {
+	if second[stack.EnvIdentitySecret] != first[stack.EnvIdentitySecret] {
 		t.Errorf("secrets changed across runs: %v then %v", first, second)
 	}
 
@@ -41,8 +40,8 @@ func TestLoadSecretsPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if third[stack.EnvIdentitySecret] != "from-env" || third[stack.EnvInternalSecret] != first[stack.EnvInternalSecret] {
-		t.Errorf("environment should win per secret: %v", third)
+	if third[stack.EnvIdentitySecret] != "from-env" {
+		t.Errorf("the environment should win: %v", third)
 	}
 }
 

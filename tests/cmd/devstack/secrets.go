@@ -12,10 +12,11 @@ import (
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
 
-// loadSecrets returns the internal and identity secrets: from the
-// environment if set, else from dataDir/secrets.env, else freshly generated
-// and saved there (mode 0600). Persisting them keeps identity keys, and so
-// issued tokens, valid across restarts of `make run`.
+// loadSecrets returns the identity secret: from the environment if set, else
+// from dataDir/secrets.env, else freshly generated and saved there (mode
+// 0600). Persisting it keeps the keys of quota records and audit entries, which
+// are derived from it, stable across restarts of `make run`. (The internal keys
+// need no keeping: the tokens they sign live a minute.)
 func loadSecrets(dataDir string) (map[string]string, error) {
 	path := filepath.Join(dataDir, "secrets.env")
 	saved, err := readEnvFile(path)
@@ -24,7 +25,7 @@ func loadSecrets(dataDir string) (map[string]string, error) {
 	}
 	out := make(map[string]string)
 	changed := false
-	for _, name := range []string{stack.EnvInternalSecret, stack.EnvIdentitySecret} {
+	for _, name := range []string{stack.EnvIdentitySecret} {
 		switch {
 		case os.Getenv(name) != "":
 			out[name] = os.Getenv(name)

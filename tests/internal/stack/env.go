@@ -3,6 +3,8 @@ package stack
 import (
 	"sort"
 	"strings"
+
+	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
 // Environment variables the services read.
@@ -12,7 +14,8 @@ const (
 	EnvMongoDatabase  = "LINKMESH_MONGODB_DATABASE"
 	EnvRedisURL       = "LINKMESH_REDIS_URL"
 	EnvBaseURL        = "LINKMESH_BASE_URL"
-	EnvInternalSecret = "LINKMESH_INTERNAL_SECRET"
+	EnvInternalKey    = "LINKMESH_INTERNAL_KEY"
+	EnvInternalCerts  = "LINKMESH_INTERNAL_CERTS"
 	EnvIdentitySecret = "LINKMESH_IDENTITY_SECRET"
 )
 
@@ -37,7 +40,7 @@ type serviceEnvConfig struct {
 	MongoURI       string
 	RedisURL       string
 	DatabasePrefix string
-	InternalSecret string
+	Internal       identity.KeySet // every service's internal key and the certificates
 	IdentitySecret string
 	Env            map[string]string // overrides for every service
 	ServiceEnv     map[string]string // overrides for this service only
@@ -63,7 +66,8 @@ func serviceEnv(c serviceEnvConfig) []string {
 	}
 	// The public base URL defaults to the gateway; Env may set a real domain.
 	e.set(EnvBaseURL, "http://"+c.Addrs["gateway"])
-	e.set(EnvInternalSecret, c.InternalSecret)
+	e.set(EnvInternalKey, c.Internal.Keys[c.Service])
+	e.set(EnvInternalCerts, c.Internal.Certs)
 	e.set(EnvIdentitySecret, c.IdentitySecret)
 	e.setAll(c.Env)
 	e.setAll(c.ServiceEnv)

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
 func TestServiceEnv(t *testing.T) {
@@ -18,7 +20,7 @@ func TestServiceEnv(t *testing.T) {
 		MongoURI:       "mongodb://127.0.0.1:1/",
 		RedisURL:       "redis://127.0.0.1:2/0",
 		DatabasePrefix: "lm",
-		InternalSecret: "int",
+		Internal:       identity.KeySet{Keys: map[string]string{"link": "link-key", "quota": "quota-key"}, Certs: "certs"},
 		IdentitySecret: "id",
 		Env:            map[string]string{"LINKMESH_BASE_URL": "https://lnk.example", "LINKMESH_LOG_LEVEL": "debug"},
 		ServiceEnv:     map[string]string{"LINKMESH_LOG_LEVEL": "info"},
@@ -38,7 +40,8 @@ func TestServiceEnv(t *testing.T) {
 		"LINKMESH_QUOTA_URL":        "http://127.0.0.1:8085",
 		"LINKMESH_GATEWAY_URL":      "http://127.0.0.1:8080",
 		"LINKMESH_BASE_URL":         "https://lnk.example", // Env overrides the default
-		"LINKMESH_INTERNAL_SECRET":  "int",
+		"LINKMESH_INTERNAL_KEY":     "link-key",            // the service's own
+		"LINKMESH_INTERNAL_CERTS":   "certs",
 		"LINKMESH_IDENTITY_SECRET":  "id",
 		"LINKMESH_LOG_LEVEL":        "info", // ServiceEnv overrides Env
 	}
@@ -78,16 +81,21 @@ func TestServiceEnvDefaultBaseURL(t *testing.T) {
 }
 
 func TestSecretsFor(t *testing.T) {
-	a1, b1, err := secretsFor(nil)
+	k1, s1, err := secretsFor(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, b2, _ := secretsFor(nil)
-	if len(a1) != 64 || len(b1) != 64 || a1 == b1 || a1 == a2 || b1 == b2 {
-		t.Errorf("generated secrets not fresh 32-byte hex: %q %q %q %q", a1, b1, a2, b2)
+	k2, s2, _ := secretsFor(nil)
+	if len(s1) != 64 || s1 == s2 || k1.Keys["link"] == k2.Keys["link"] || k1.Certs == k2.Certs {
+		t.Errorf("generated secrets not fresh: %q %q", s1, s2)
 	}
-	a, b, _ := secretsFor(map[string]string{EnvInternalSecret: "x", EnvIdentitySecret: "y"})
-	if a != "x" || b != "y" {
-		t.Errorf("Env secrets not used: %q %q", a, b)
+	// Each service's keys are usable by it and verify the others' tokens.
+	for _, svc := range ServiceNames() {
+		if _, err := identity.NewKeys(svc, k1.Keys[svc], k1.Certs); err != nil {
+			t.Errorf("%s: %v", svc, err)
+		}
+	}
+	if _, s, _ := secretsFor(map[string]string{EnvIdentitySecret: "y"}); s != "y" {
+		t.Errorf("Env identity secret not used: %q", s)
 	}
 }

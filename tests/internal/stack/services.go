@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/config"
+	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
 // Timeouts for service processes.
@@ -114,7 +115,7 @@ func StartServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 	if err != nil {
 		return nil, fmt.Errorf("start services: %w", err)
 	}
-	internal, identity, err := secretsFor(opts.Env)
+	internal, idSecret, err := secretsFor(opts.Env)
 	if err != nil {
 		return nil, fmt.Errorf("start services: %w", err)
 	}
@@ -135,7 +136,7 @@ func StartServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 		env := serviceEnv(serviceEnvConfig{
 			Base: base, Service: svc, Addrs: addrs,
 			MongoURI: opts.MongoURI, RedisURL: opts.RedisURL, DatabasePrefix: opts.DatabasePrefix,
-			InternalSecret: internal, IdentitySecret: identity,
+			Internal: internal, IdentitySecret: idSecret,
 			Env: opts.Env, ServiceEnv: opts.ServiceEnv[svc],
 		})
 		if err := s.startOne(ctx, opts, svc, svc, env); err != nil {
@@ -144,7 +145,7 @@ func StartServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 	}
 	for svc, n := range map[string]int{"gateway": opts.GatewayReplicas, "analytics": opts.AnalyticsReplicas} {
 		for i := range n {
-			if err := s.startReplica(ctx, opts, base, addrs, svc, fmt.Sprintf("%s-%d", svc, i+2), internal, identity); err != nil {
+			if err := s.startReplica(ctx, opts, base, addrs, svc, fmt.Sprintf("%s-%d", svc, i+2), internal, idSecret); err != nil {
 				return nil, fmt.Errorf("start services: %w", err)
 			}
 		}
@@ -153,7 +154,7 @@ func StartServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 }
 
 // startReplica starts one more svc, name, on a free port, configured as the first one.
-func (s *Services) startReplica(ctx context.Context, opts ServicesOptions, base []string, addrs map[string]string, svc, name, internal, identity string) error {
+func (s *Services) startReplica(ctx context.Context, opts ServicesOptions, base []string, addrs map[string]string, svc, name string, internal identity.KeySet, idSecret string) error {
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -178,7 +179,7 @@ func (s *Services) startReplica(ctx context.Context, opts ServicesOptions, base 
 	env := serviceEnv(serviceEnvConfig{
 		Base: base, Service: svc, Addrs: own,
 		MongoURI: opts.MongoURI, RedisURL: opts.RedisURL, DatabasePrefix: opts.DatabasePrefix,
-		InternalSecret: internal, IdentitySecret: identity,
+		Internal: internal, IdentitySecret: idSecret,
 		Env: opts.Env, ServiceEnv: replicaEnv,
 	})
 	return s.startOne(ctx, opts, name, svc, env)
@@ -266,21 +267,28 @@ func serviceAddrs(gatewayAddr string, fixed bool) (map[string]string, error) {
 	return addrs, nil
 }
 
-// secretsFor returns the shared secrets: Env's if set, else fresh random ones
-// (valid for this set of processes only).
-func secretsFor(env map[string]string) (internal, identity string, err error) {
-	internal, identity = env[EnvInternalSecret], env[EnvIdentitySecret]
-	if internal == "" {
-		if internal, err = RandomSecret(); err != nil {
-			return "", "", err
+// secretsFor returns the internal keys of the six services, always fresh (the tokens they sign
+// live a minute, so nothing outlives these processes), and the identity secret: Env's if set,
+// else a fresh random one (valid for this set of processes only).
+func secretsFor(env map[string]string) (internal identity.KeySet, idSecret string, err error) {
+	if internal, err = GenerateInternalKeys(); err != nil {
+		return internal, "", err
+	}
+	if idSecret = env[EnvIdentitySecret]; idSecret == "" {
+		if idSecret, err = RandomSecret(); err != nil {
+			return internal, "", err
 		}
 	}
-	if identity == "" {
-		if identity, err = RandomSecret(); err != nil {
-			return "", "", err
-		}
+	return internal, idSecret, nil
+}
+
+// GenerateInternalKeys makes fresh internal keys and certificates for the six services.
+func GenerateInternalKeys() (identity.KeySet, error) {
+	set, err := identity.GenerateKeySet(ServiceNames()...)
+	if err != nil {
+		return set, fmt.Errorf("generate internal keys: %w", err)
 	}
-	return internal, identity, nil
+	return set, nil
 }
 
 // RandomSecret returns 32 random bytes, hex-encoded.

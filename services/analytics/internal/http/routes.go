@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+	"github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/server"
@@ -18,7 +19,7 @@ import (
 // Register mounts the internal routes on app, all behind the internal token.
 func Register(app *fiber.App, keys *identity.Keys, st *store.Store, now func() time.Time) {
 	h := handlers{st: st, now: now}
-	g := app.Group("/internal/analytics", identity.Require(keys))
+	g := app.Group("/internal/analytics", identity.Require(keys, config.Link))
 	g.Get("/links/:id", h.link)
 	g.Post("/counts", h.counts)
 	g.Get("/totals", h.totals)
@@ -59,8 +60,10 @@ func (h handlers) counts(c *fiber.Ctx) error {
 	return c.JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
+// purge deletes a link's analytics, for a moderator or for the link service finishing a
+// permanent deletion.
 func (h handlers) purge(c *fiber.Ctx) error {
-	if !identity.CallerOf(c).AtLeastModerator() {
+	if caller := identity.CallerOf(c); !caller.AtLeastModerator() && !caller.IsService(config.Link) {
 		return errs.Forbidden("insufficient permissions")
 	}
 	if err := h.st.Purge(c.UserContext(), strings.Clone(c.Params("id"))); err != nil {

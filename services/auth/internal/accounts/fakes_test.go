@@ -7,11 +7,57 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
+	"github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
-// auditCall is one audit write as the fake moderation service saw it: the record and the
-// identity token of the context it came with (the real service names the actor from it).
+// internal is the key material of the tests' services: the gateway names the callers, the
+// fakes read who the calls made for them act for.
+var internal = func() identity.KeySet {
+	set, err := identity.GenerateKeySet(identity.Gateway, config.Auth, config.Link, config.Moderation)
+	if err != nil {
+		panic(err)
+	}
+	return set
+}()
+
+func keysOf(name string) *identity.Keys {
+	k, err := identity.NewKeys(name, internal.Keys[name], internal.Certs)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// actingFor is the context of a request the gateway sent to auth for moderator id.
+func actingFor(id string) context.Context {
+	ctx, err := keysOf(identity.Gateway).WithCaller(context.Background(), identity.Caller{UserID: id, Role: identity.RoleModerator})
+	if err != nil {
+		panic(err)
+	}
+	tok, err := identity.TokenFor(ctx, config.Auth)
+	if err != nil {
+		panic(err)
+	}
+	return keysOf(config.Auth).Received(context.Background(), tok)
+}
+
+// actorOf is the user a call made with ctx to service acts for, as that service reads it;
+// "" when its token is refused.
+func actorOf(ctx context.Context, service string) string {
+	tok, err := identity.TokenFor(ctx, service)
+	if err != nil {
+		return ""
+	}
+	c, err := keysOf(service).Verify(tok)
+	if err != nil {
+		return ""
+	}
+	return c.UserID
+}
+
+// auditCall is one audit write as the fake moderation service saw it: the record and the user
+// its call acts for (the real service names the actor from it).
 type auditCall struct {
 	moderation.AuditRecord
 	Token string
@@ -31,7 +77,7 @@ func (a *fakeAudit) Audit(ctx context.Context, rec moderation.AuditRecord) error
 	if a.fail != nil {
 		return a.fail
 	}
-	a.entries = append(a.entries, auditCall{AuditRecord: rec, Token: identity.TokenFromContext(ctx)})
+	a.entries = append(a.entries, auditCall{AuditRecord: rec, Token: actorOf(ctx, config.Moderation)})
 	return nil
 }
 
@@ -77,7 +123,7 @@ func newFakeLinks() *fakeLinks { return &fakeLinks{enabled: map[string]int64{}} 
 func (l *fakeLinks) DisableOwner(ctx context.Context, ownerID string, req link.DisableRequest) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := disableCall{Owner: ownerID, Token: identity.TokenFromContext(ctx)}
+	c := disableCall{Owner: ownerID, Token: actorOf(ctx, config.Link)}
 	if req.Reason != nil {
 		c.Reason = *req.Reason
 	}

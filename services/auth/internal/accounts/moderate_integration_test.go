@@ -12,7 +12,6 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/errs"
-	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/paging"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 )
@@ -32,7 +31,7 @@ func rawUser(t *testing.T, e *env, id string) map[string]any {
 // the list and the counts after each step.
 func TestModerationRoundTrip(t *testing.T) {
 	e := newEnv(t)
-	ctx := identity.ContextWithToken(context.Background(), "mod-token")
+	ctx := actingFor("mod-token")
 	admin := e.superAdmin(t, "admin@example.com")
 	mod := e.register(t, "mod@example.com")
 	if _, err := e.svc.SetRole(ctx, caller(admin.ID, auth.RoleSuperAdmin), mod.ID, auth.RoleModerator); err != nil {

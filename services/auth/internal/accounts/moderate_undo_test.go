@@ -84,7 +84,7 @@ func TestRoleChangeWithoutAuditEntryIsUndone(t *testing.T) {
 
 func TestBanDisablesLinksOnlyWhenAsked(t *testing.T) {
 	mod := identity.Caller{UserID: "mod", Role: auth.RoleModerator}
-	ctx := identity.ContextWithToken(context.Background(), "mod-token")
+	ctx := actingFor("mod-token")
 	u := newUnit(t, account("mod", auth.RoleModerator), account("target", auth.RoleUser))
 	u.links.setEnabled("target", 7)
 	for _, deactivate := range []*bool{nil, ptr(false)} {
@@ -130,7 +130,7 @@ func TestBanDisablesLinksOnlyWhenAsked(t *testing.T) {
 // Each action's entry carries its detail and the caller's token; ids are fresh.
 func TestModerationAuditDetails(t *testing.T) {
 	mod := identity.Caller{UserID: "mod", Role: auth.RoleModerator}
-	ctx := identity.ContextWithToken(context.Background(), "mod-token")
+	ctx := actingFor("mod-token")
 	u := newUnit(t, account("mod", auth.RoleModerator), account("target", auth.RoleUser))
 	if _, err := u.svc.Timeout(ctx, mod, "target", auth.TimeoutRequest{DurationSeconds: ptr[int64](90), Reason: ptr("spam")}); err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func roleChanges(e *env) []auditCall { return e.audit.byAction(moderation.AuditU
 func TestSetRole(t *testing.T) {
 	e := newEnv(t)
 	// The identity token the gateway signed for the admin: the audit write must carry it on.
-	ctx := identity.ContextWithToken(context.Background(), "admin-token")
+	ctx := actingFor("admin-token")
 	admin := e.superAdmin(t, "admin@example.com")
 	ada := e.register(t, "ada@example.com")
 	as := caller(admin.ID, auth.RoleSuperAdmin)

@@ -10,8 +10,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/testenv"
 )
 
 func wantErr(t *testing.T, err error, kind errs.Kind, msg string) {
@@ -115,8 +117,16 @@ func TestLogoutAndValidate(t *testing.T) {
 
 func TestInternalTokenRequired(t *testing.T) {
 	s := boot(t)
-	other, _ := identity.NewKeys(strings.Repeat("x", 40))
-	forged, _ := other.WithCaller(t.Context(), identity.Caller{UserID: "x", Role: "super_admin"})
+	// A super admin named by a gateway key that is not ours; a token the gateway addressed to
+	// link, not to auth; link acting as itself, which auth lets in nowhere.
+	other, err := identity.GenerateKeySet(identity.Gateway)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherGateway, _ := identity.NewKeys(identity.Gateway, other.Keys[identity.Gateway], other.Certs)
+	forged, _ := otherGateway.SignCaller(identity.Caller{UserID: "x", Role: "super_admin"}, pkgconfig.Auth)
+	forLink, _ := s.Keys.SignCaller(identity.Caller{UserID: "x", Role: "super_admin"}, pkgconfig.Link)
+	asLink, _ := identity.TokenFor(testenv.Keys(t, pkgconfig.Link).AsService(t.Context()), pkgconfig.Auth)
 	routes := [][2]string{
 		{"POST", "/internal/auth/register"}, {"POST", "/internal/auth/login"}, {"POST", "/internal/auth/google"},
 		{"POST", "/internal/auth/logout"}, {"POST", "/internal/auth/sessions/validate"}, {"GET", "/internal/auth/idp-config"},
@@ -127,8 +137,9 @@ func TestInternalTokenRequired(t *testing.T) {
 	for _, r := range routes {
 		resp, body := s.call(t, t.Context(), r[0], r[1], `{}`)
 		wantFailure(t, resp, body, 401, "internal token required")
-		resp, body = s.call(t, forged, r[0], r[1], `{}`)
-		wantFailure(t, resp, body, 401, "internal token invalid")
+		for _, tok := range []string{forged, forLink, asLink} {
+			s.DoWithToken(t, tok, r[0], r[1], `{}`).WantFailure(t, 401, "internal token invalid")
+		}
 	}
 	for _, p := range []string{"/healthz", "/readyz"} {
 		resp, _ := s.call(t, t.Context(), "GET", p, "")

@@ -39,9 +39,9 @@ type service struct {
 // services (see peers), and stops it when the test ends.
 func boot(t *testing.T, configure ...func(*config.Config)) *service {
 	t.Helper()
-	keys := testenv.Keys(t)
-	qs := testenv.NewQuotaServer(t, keys, 3)
-	ps := newPeers(t, keys)
+	keys := testenv.Keys(t, identity.Gateway)
+	qs := testenv.NewQuotaServer(t, 3)
+	ps := newPeers(t)
 	cfg := &config.Config{}
 	b := testenv.Boot(t, pkgservice.For(pkgconfig.Auth, cfg, app.Wire), func() {
 		cfg.QuotaURL, cfg.SessionTTL = qs.URL, time.Hour

@@ -11,6 +11,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/testenv"
 )
 
 // peers fakes the two routes the auth service calls besides quota: the moderation
@@ -27,11 +28,10 @@ type peers struct {
 	linksDown bool
 }
 
-func newPeers(t *testing.T, keys *identity.Keys) *peers {
+func newPeers(t *testing.T) *peers {
 	p := &peers{enabled: map[string]int64{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		caller, err := keys.Verify(tok)
+		caller, err := testenv.PeerCaller(t, r)
 		if err != nil {
 			fail(w, http.StatusUnauthorized, identity.MsgTokenInvalid)
 			return

@@ -11,7 +11,15 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/testenv"
 )
 
-const secret = "0123456789abcdef0123456789abcdef-secret"
+// internal are the internal key settings, read as text here; their keys are checked at boot.
+var internal = map[string]string{"LINKMESH_INTERNAL_KEY": "a key", "LINKMESH_INTERNAL_CERTS": "certificates"}
+
+// setInternal sets the internal key settings.
+func setInternal(t *testing.T) {
+	for k, v := range internal {
+		t.Setenv(k, v)
+	}
+}
 
 // clearEnv sets every variable the service reads to empty, so the host's values don't leak in.
 func clearEnv(t *testing.T) {
@@ -20,7 +28,7 @@ func clearEnv(t *testing.T) {
 		"LINKMESH_BOOTSTRAP_ADMIN_EMAIL", "LINKMESH_BOOTSTRAP_ADMIN_PASSWORD"} {
 		t.Setenv(k, "")
 	}
-	t.Setenv("LINKMESH_INTERNAL_SECRET", secret)
+	setInternal(t)
 }
 
 // load reads the configuration the way the service starts.
@@ -65,7 +73,8 @@ func TestLoadReadsSettings(t *testing.T) {
 
 func TestLoadRejects(t *testing.T) {
 	cases := map[string]map[string]string{
-		"short secret":             {"LINKMESH_INTERNAL_SECRET": "short"},
+		"no internal key":          {"LINKMESH_INTERNAL_KEY": ""},
+		"no certificates":          {"LINKMESH_INTERNAL_CERTS": ""},
 		"tiny session ttl":         {"LINKMESH_SESSION_TTL": "30s"},
 		"huge session ttl":         {"LINKMESH_SESSION_TTL": "9000h"},
 		"bad session ttl":          {"LINKMESH_SESSION_TTL": "a week"},
@@ -86,7 +95,7 @@ func TestLoadRejects(t *testing.T) {
 		"admin password over 128":  {"LINKMESH_BOOTSTRAP_ADMIN_EMAIL": "a@example.com", "LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": strings.Repeat("p", 129)},
 	}
 	clearEnv(t)
-	testenv.RefusesConfig(t, map[string]string{"LINKMESH_INTERNAL_SECRET": secret}, cases, func() error { _, err := load(); return err })
+	testenv.RefusesConfig(t, internal, cases, func() error { _, err := load(); return err })
 }
 
 func TestLogValueMasksSecrets(t *testing.T) {

@@ -26,7 +26,7 @@ import (
 // and records who the gateway said was calling, and what it asked.
 type peers struct {
 	*httptest.Server
-	keys     *identity.Keys
+	t        testing.TB
 	mu       sync.Mutex
 	callers  map[string]identity.Caller // path → caller of the last call
 	bodies   map[string]string          // path → body of the last call
@@ -36,8 +36,8 @@ type peers struct {
 	linkDown atomic.Bool
 }
 
-func newPeers(t *testing.T, keys *identity.Keys) *peers {
-	p := &peers{keys: keys, callers: map[string]identity.Caller{}, bodies: map[string]string{}, queries: map[string]string{}}
+func newPeers(t *testing.T) *peers {
+	p := &peers{t: t, callers: map[string]identity.Caller{}, bodies: map[string]string{}, queries: map[string]string{}}
 	p.dest.Store("https://93.184.216.34/first")
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(p.Close)
@@ -51,8 +51,8 @@ func (p *peers) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	caller, err := p.keys.Verify(tok)
+	// Each call must carry a token addressed to the service its path belongs to.
+	caller, err := testenv.PeerCaller(p.t, r)
 	if err != nil {
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = io.WriteString(w, `{"error":"internal token invalid"}`)
@@ -111,8 +111,7 @@ type gateway struct {
 // Redis, with the fake link and auth services as its peers.
 func boot(t *testing.T) *gateway {
 	t.Helper()
-	keys := testenv.Keys(t)
-	p := newPeers(t, keys)
+	p := newPeers(t)
 	cfg := &config.Config{}
 	b := testenv.Boot(t, pkgservice.For(pkgconfig.Gateway, cfg, app.Wire), func() {
 		cfg.LinkURL, cfg.AuthURL = p.URL, p.URL

@@ -23,6 +23,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/services/gateway/api"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/redirect"
@@ -271,10 +272,7 @@ const testSecret = "0123456789abcdef0123456789abcdef"
 // The service clients stay nil: tests only send requests that are answered before them.
 func newTestApp(t *testing.T, authDown *bool) *fiber.App {
 	t.Helper()
-	keys, err := identity.NewKeys(testSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := testenv.Keys(t, identity.Gateway)
 	until := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	sessions := fakeSessions{
 		"user":      {ID: "u1", Role: auth.RoleUser, Status: auth.StatusActive},

@@ -17,6 +17,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
 )
 
@@ -42,13 +43,18 @@ func newApp(t *testing.T, secure bool) (*fiber.App, *identity.Keys) {
 		"ban":  {ID: "b1", Role: auth.RoleModerator, Status: auth.StatusBanned},
 		"sus":  {ID: "x1", Role: auth.RoleUser, Status: auth.StatusSuspended, TimeoutUntil: &until},
 	}
-	keys, _ := identity.NewKeys(secret)
+	keys := testenv.Keys(t, identity.Gateway)
 	g := NewGate(users, keys, clientip.NewResolver(nil), clientip.NewKeyer(secret), secure)
 	s := server.New(server.Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: noop.NewTracerProvider()})
 	app := s.App()
+	linkKeys := testenv.Keys(t, "link")
 	app.Use(SameSite("https://lnk.example:443"))
 	echo := func(c *fiber.Ctx) error {
-		caller, err := keys.Verify(identity.TokenFromContext(c.UserContext()))
+		tok, err := identity.TokenFor(c.UserContext(), "link")
+		if err != nil {
+			return err
+		}
+		caller, err := linkKeys.Verify(tok)
 		if err != nil {
 			return err
 		}

@@ -25,8 +25,7 @@ type service struct {
 // real datastores and a fake quota service granting two creations per key.
 func boot(t *testing.T) *service {
 	t.Helper()
-	keys := testenv.Keys(t)
-	qs := testenv.NewQuotaServer(t, keys, 2)
+	qs := testenv.NewQuotaServer(t, 2)
 	cfg := &config.Config{}
 	b := testenv.Boot(t, pkgservice.For(pkgconfig.Link, cfg, app.Wire), func() {
 		cfg.QuotaURL, cfg.BaseURL = qs.URL, "https://sho.rt"
@@ -143,8 +142,7 @@ func TestDatastoreOutageIs503(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := testenv.NewProxy(t, u.Host)
-	keys := testenv.Keys(t)
-	qs := testenv.NewQuotaServer(t, keys, 5)
+	qs := testenv.NewQuotaServer(t, 5)
 	cfg := &config.Config{}
 	b := testenv.Boot(t, pkgservice.For(pkgconfig.Link, cfg, app.Wire), func() {
 		cfg.QuotaURL = qs.URL

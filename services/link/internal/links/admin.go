@@ -237,15 +237,15 @@ func (s *Service) Purge(ctx context.Context, caller identity.Caller, code string
 	return s.finishPurge(ctx, l)
 }
 
-// finishPurge runs the steps after the mark, under the identity of whoever marked l.
+// finishPurge runs the steps after the mark. The link service takes them as itself — the
+// same on the moderator's request and in the sweeper, long after that request's token
+// expired — and names whoever marked l as the audit entry's actor.
 func (s *Service) finishPurge(ctx context.Context, l Link) error {
 	m := *l.Purge
-	ctx, err := s.keys.WithCaller(ctx, identity.Caller{UserID: m.By, Role: m.Role, IPHash: m.IPHash, UserAgent: m.UserAgent})
-	if err != nil {
-		return fmt.Errorf("act for %s: %w", m.By, err)
-	}
+	ctx = s.keys.AsService(ctx)
 	rec := moderation.AuditRecord{ID: "link.delete:" + l.ID, Action: moderation.AuditLinkDelete, TargetType: moderation.TargetLink,
-		TargetID: l.ID, Detail: map[string]any{"short_code": l.ShortCode, "owner_id": l.OwnerID}}
+		TargetID: l.ID, Detail: map[string]any{"short_code": l.ShortCode, "owner_id": l.OwnerID},
+		Actor: &moderation.AuditActor{ID: m.By, IPHash: m.IPHash, UserAgent: m.UserAgent}}
 	if err := s.mod.Audit(ctx, rec); err != nil {
 		return err
 	}

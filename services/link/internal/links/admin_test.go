@@ -7,8 +7,10 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
+	"github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/testenv"
 )
 
 func (s *fakeStore) UpdateIf(_ context.Context, code, from string, ch Change) (Link, bool, error) {
@@ -123,10 +125,7 @@ var moderator = identity.Caller{UserID: "m1", Role: identity.RoleModerator, IPHa
 func newAdminService(t *testing.T) (*Service, *fakeStore, *fakeCache, *fakeModeration, *fakeClicks) {
 	t.Helper()
 	s, st, c := newService()
-	keys, err := identity.NewKeys("0123456789abcdef0123456789abcdef")
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := testenv.Keys(t, config.Link)
 	mod := &fakeModeration{audit: map[string]moderation.AuditRecord{}}
 	clicks := &fakeClicks{links: map[string]int64{"id-a": 7}}
 	s.mod, s.keys, s.clicks = mod, keys, clicks
@@ -222,7 +221,8 @@ func TestPurgeHealsOnRetryAndSweep(t *testing.T) {
 	if _, ok := st.links["a"]; ok || clicks.links["id-a"] != 0 || len(mod.reportsDeleted) != 1 || len(mod.audit) != 1 {
 		t.Fatalf("after the retry: stored %v clicks %v reports %v audit %v", ok, clicks.links, mod.reportsDeleted, mod.audit)
 	}
-	if e := mod.audit["link.delete:id-a"]; e.Action != moderation.AuditLinkDelete || e.Detail["short_code"] != "a" {
+	if e := mod.audit["link.delete:id-a"]; e.Action != moderation.AuditLinkDelete || e.Detail["short_code"] != "a" ||
+		e.Actor == nil || *e.Actor != (moderation.AuditActor{ID: "m1", IPHash: "ip-m1", UserAgent: "ua"}) {
 		t.Fatalf("entry %+v", e)
 	}
 	if err := s.Purge(ctx, moderator, "a"); !errs.IsKind(err, errs.KindNotFound) {
@@ -240,7 +240,7 @@ func TestPurgeHealsOnRetryAndSweep(t *testing.T) {
 	if n, err := s.FinishPurges(ctx, now.Add(2*PurgeLease)); n != 1 || err != nil {
 		t.Fatalf("sweep: %d %v", n, err)
 	}
-	if _, ok := st.links["b"]; ok || mod.audit["link.delete:id-b"].ID == "" {
+	if _, ok := st.links["b"]; ok || mod.audit["link.delete:id-b"].ID == "" || mod.audit["link.delete:id-b"].Actor.ID != "m1" {
 		t.Fatalf("after the sweep: stored %v, audit %v", ok, mod.audit)
 	}
 }

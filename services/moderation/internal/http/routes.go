@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
+	"github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/services/moderation/internal/requests"
@@ -15,7 +16,7 @@ import (
 // Register mounts the internal routes on app, all behind the internal token.
 func Register(app *fiber.App, keys *identity.Keys, svc *requests.Service) {
 	h := handlers{svc: svc}
-	g := app.Group("/internal/moderation", identity.Require(keys))
+	g := app.Group("/internal/moderation", identity.Require(keys, config.Link))
 	g.Post("/links/:code/permanent-requests", h.file)
 	g.Get("/permanent-requests", h.list)
 	g.Post("/permanent-requests/:id/resolve", h.resolve)

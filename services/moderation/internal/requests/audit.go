@@ -12,6 +12,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
+	"github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/paging"
@@ -27,10 +28,20 @@ var auditActions = []string{moderation.AuditUserTimeout, moderation.AuditUserBan
 	moderation.AuditUserRole, moderation.AuditLinkDisable, moderation.AuditLinkEnable, moderation.AuditLinkDelete}
 
 // Record writes the audit entry of an action caller took in another service. The actor, IP
-// hash and User-Agent are the caller's, from its identity token, never from the record; a
-// record with an id already written writes nothing (a retried step).
+// hash and User-Agent are the caller's, from its identity token, never from the record —
+// except for the link service acting as itself, which finishes a permanent deletion after the
+// moderator's request ended and names the moderator who started it. A record with an id
+// already written writes nothing (a retried step).
 func (s *Service) Record(ctx context.Context, caller identity.Caller, rec moderation.AuditRecord) error {
-	if !caller.AtLeastModerator() {
+	actor := moderation.AuditActor{ID: caller.UserID, IPHash: caller.IPHash, UserAgent: caller.UserAgent}
+	switch {
+	case caller.IsService(config.Link):
+		if rec.Actor == nil || rec.Actor.ID == "" || len(rec.Actor.ID) > 200 || len(rec.Actor.IPHash) > 128 ||
+			len(rec.Actor.UserAgent) > identity.MaxUserAgent {
+			return errs.Invalid("actor must name who took the action")
+		}
+		actor = *rec.Actor
+	case !caller.AtLeastModerator():
 		return errs.Forbidden("moderator role required")
 	}
 	if rec.ID == "" || len(rec.ID) > 200 || !utf8.ValidString(rec.ID) {
@@ -48,8 +59,8 @@ func (s *Service) Record(ctx context.Context, caller identity.Caller, rec modera
 	if b, err := json.Marshal(rec.Detail); err != nil || len(b) > MaxAuditDetail {
 		return errs.Invalid("detail must be an object of at most %d bytes", MaxAuditDetail)
 	}
-	return s.store.InsertAudit(ctx, AuditEntry{ID: rec.ID, ActorID: caller.UserID, Action: rec.Action, TargetType: rec.TargetType,
-		TargetID: rec.TargetID, Detail: rec.Detail, IPHash: caller.IPHash, UserAgent: caller.UserAgent,
+	return s.store.InsertAudit(ctx, AuditEntry{ID: rec.ID, ActorID: actor.ID, Action: rec.Action, TargetType: rec.TargetType,
+		TargetID: rec.TargetID, Detail: rec.Detail, IPHash: actor.IPHash, UserAgent: actor.UserAgent,
 		CreatedAt: s.now().UTC().Truncate(time.Millisecond)})
 }
 

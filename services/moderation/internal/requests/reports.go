@@ -10,6 +10,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
+	"github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/paging"
@@ -177,7 +178,7 @@ func (s *Service) disableReported(ctx context.Context, r Report) error {
 
 // DeleteReports deletes every report of linkID, a step of its permanent deletion.
 func (s *Service) DeleteReports(ctx context.Context, caller identity.Caller, linkID string) error {
-	if !caller.AtLeastModerator() {
+	if !caller.AtLeastModerator() && !caller.IsService(config.Link) {
 		return errs.Forbidden("moderator role required")
 	}
 	return s.store.DeleteReports(ctx, linkID)

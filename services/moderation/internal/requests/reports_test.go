@@ -184,6 +184,31 @@ func TestRecordAudit(t *testing.T) {
 	if e := st.audit["a1"]; e.ActorID != "m1" || e.IPHash != "ip-m1" || e.UserAgent != "ua" || e.TargetID != "u9" {
 		t.Fatalf("entry %+v: the actor comes from the token", e)
 	}
+	// A moderator's record cannot name another actor.
+	named := rec
+	named.ID, named.Actor = "a2", &moderation.AuditActor{ID: "someone-else"}
+	if err := s.Record(ctx, mod, named); err != nil || st.audit["a2"].ActorID != "m1" {
+		t.Fatalf("a moderator named the actor: %v %+v", err, st.audit["a2"])
+	}
+	// The link service acting as itself names the moderator who started the deletion it
+	// finishes; it must name one, and no other service may.
+	linkSvc := identity.Caller{Role: identity.RoleService, Service: "link"}
+	named.ID, named.Action, named.TargetType = "a3", moderation.AuditLinkDelete, moderation.TargetLink
+	named.Actor = &moderation.AuditActor{ID: "m7", IPHash: "ip-m7", UserAgent: "ua7"}
+	if err := s.Record(ctx, linkSvc, named); err != nil {
+		t.Fatal(err)
+	}
+	if e := st.audit["a3"]; e.ActorID != "m7" || e.IPHash != "ip-m7" || e.UserAgent != "ua7" {
+		t.Fatalf("entry %+v: the link service names the actor", e)
+	}
+	named.Actor = nil
+	wantErr(t, s.Record(ctx, linkSvc, named), errs.KindInvalid, "actor must name who took the action")
+	named.Actor = &moderation.AuditActor{ID: "m7"}
+	wantErr(t, s.Record(ctx, identity.Caller{Role: identity.RoleService, Service: "auth"}, named), errs.KindForbidden, "moderator role required")
+	wantErr(t, s.DeleteReports(ctx, identity.Caller{Role: identity.RoleService, Service: "quota"}, "l1"), errs.KindForbidden, "moderator role required")
+	if err := s.DeleteReports(ctx, linkSvc, "l1"); err != nil {
+		t.Fatalf("the link service finishing a deletion: %v", err)
+	}
 	_, err := s.AuditLog(ctx, mod, func(string) string { return "" })
 	wantErr(t, err, errs.KindForbidden, "super admin role required")
 }

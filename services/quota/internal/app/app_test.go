@@ -21,13 +21,11 @@ import (
 	"github.com/linkmesh/linkmesh/services/quota/internal/config"
 )
 
-const secret = testenv.Secret
-
 type service struct {
 	*testenv.Booted
 	base   string
 	client *quota.Client
-	token  string
+	token  string // a token the gateway addresses to quota for an anonymous caller
 	logs   *testenv.LogBuffer
 }
 
@@ -40,7 +38,7 @@ func boot(t *testing.T) *service {
 		cfg.AnonQuota, cfg.AnonWindow, cfg.LoginMaxFailures, cfg.LoginWindow = 2, time.Hour, 3, 15*time.Minute
 		cfg.LoginMaxFailuresPerEmail = 5
 	})
-	token, err := b.Keys.Sign(identity.Anonymous)
+	token, err := b.Keys.SignCaller(identity.Anonymous, pkgconfig.Quota)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,17 +47,17 @@ func boot(t *testing.T) *service {
 }
 
 func (s *service) ctx() context.Context {
-	return identity.ContextWithToken(context.Background(), s.token)
+	ctx, err := s.Keys.WithCaller(context.Background(), identity.Anonymous)
+	if err != nil {
+		panic(err)
+	}
+	return ctx
 }
 
 // post sends a raw body with token (none when empty), for what the typed client cannot send.
 func (s *service) post(t *testing.T, path, token string, body []byte) (int, string) {
 	t.Helper()
-	ctx := context.Background()
-	if token != "" {
-		ctx = identity.ContextWithToken(ctx, token)
-	}
-	r := s.Do(t, ctx, http.MethodPost, path, string(body))
+	r := s.DoWithToken(t, token, http.MethodPost, path, string(body))
 	return r.Status, r.Body
 }
 
@@ -95,8 +93,8 @@ func TestReserveReleaseRoundTrip(t *testing.T) {
 		[]byte(`{"scope":"anonymous_create","key":"`+key+`","id":"`+first.ID+`"}`)); code != 200 || body != `{"status":"released"}` {
 		t.Fatalf("release = %d %s", code, body)
 	}
-	if logs := s.logs.String(); strings.Contains(logs, secret) {
-		t.Fatalf("the internal secret reached the logs: %s", logs)
+	if logs := s.logs.String(); strings.Contains(logs, "PRIVATE KEY") || strings.Contains(logs, s.token) {
+		t.Fatalf("the internal key or a token reached the logs: %s", logs)
 	}
 }
 

@@ -11,7 +11,15 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/testenv"
 )
 
-const secret = "0123456789abcdef0123456789abcdef-secret"
+// internal are the internal key settings, read as text here; their keys are checked at boot.
+var internal = map[string]string{"LINKMESH_INTERNAL_KEY": "a key", "LINKMESH_INTERNAL_CERTS": "certificates"}
+
+// setInternal sets the internal key settings.
+func setInternal(t *testing.T) {
+	for k, v := range internal {
+		t.Setenv(k, v)
+	}
+}
 
 // load reads the configuration the way the service starts.
 func load() (*Config, error) {
@@ -20,7 +28,7 @@ func load() (*Config, error) {
 }
 
 func TestLoadDefaults(t *testing.T) {
-	t.Setenv("LINKMESH_INTERNAL_SECRET", secret)
+	setInternal(t)
 	t.Setenv("LINKMESH_LISTEN_ADDR", "")
 	t.Setenv("LINKMESH_MONGODB_DATABASE", "")
 	t.Setenv("LINKMESH_ANON_QUOTA", "")
@@ -40,7 +48,7 @@ func TestLoadDefaults(t *testing.T) {
 }
 
 func TestLoadReadsSettings(t *testing.T) {
-	t.Setenv("LINKMESH_INTERNAL_SECRET", secret)
+	setInternal(t)
 	t.Setenv("LINKMESH_LISTEN_ADDR", "127.0.0.1:9000")
 	t.Setenv("LINKMESH_MONGODB_DATABASE", "q")
 	t.Setenv("LINKMESH_ANON_QUOTA", "3")
@@ -60,7 +68,8 @@ func TestLoadReadsSettings(t *testing.T) {
 
 func TestLoadRejects(t *testing.T) {
 	cases := map[string]map[string]string{
-		"short secret":              {"LINKMESH_INTERNAL_SECRET": "short"},
+		"no internal key":           {"LINKMESH_INTERNAL_KEY": ""},
+		"no certificates":           {"LINKMESH_INTERNAL_CERTS": ""},
 		"zero quota":                {"LINKMESH_ANON_QUOTA": "0"},
 		"tiny window":               {"LINKMESH_ANON_WINDOW": "30s"},
 		"bad window":                {"LINKMESH_ANON_WINDOW": "a day"},
@@ -74,7 +83,7 @@ func TestLoadRejects(t *testing.T) {
 		"tiny login window":         {"LINKMESH_LOGIN_WINDOW": "59s"},
 		"bad login window":          {"LINKMESH_LOGIN_WINDOW": "15"},
 	}
-	base := map[string]string{"LINKMESH_INTERNAL_SECRET": secret, "LINKMESH_ANON_QUOTA": "10", "LINKMESH_ANON_WINDOW": "24h",
+	base := map[string]string{"LINKMESH_INTERNAL_KEY": "a key", "LINKMESH_INTERNAL_CERTS": "certificates", "LINKMESH_ANON_QUOTA": "10", "LINKMESH_ANON_WINDOW": "24h",
 		"LINKMESH_LOGIN_MAX_FAILURES": "10", "LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL": "100", "LINKMESH_LOGIN_WINDOW": "15m"}
 	testenv.RefusesConfig(t, base, cases, func() error { _, err := load(); return err })
 }

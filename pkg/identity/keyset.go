@@ -1,0 +1,116 @@
+package identity
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"time"
+)
+
+// KeySet is the key material of a deployment: a private key per service and the bundle of
+// every service's certificate.
+type KeySet struct {
+	// Keys maps a service name to its Ed25519 private key, PKCS #8 PEM.
+	Keys map[string]string
+	// Certs is the PEM bundle of one self-signed certificate per service.
+	Certs string
+}
+
+// GenerateKeySet makes a fresh key pair and certificate for each of services. The
+// certificates only carry the public keys and names; their validity dates are not checked.
+func GenerateKeySet(services ...string) (KeySet, error) {
+	set := KeySet{Keys: make(map[string]string, len(services))}
+	var certs bytes.Buffer
+	for _, name := range services {
+		pub, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return KeySet{}, fmt.Errorf("generate key of %s: %w", name, err)
+		}
+		der, err := x509.MarshalPKCS8PrivateKey(priv)
+		if err != nil {
+			return KeySet{}, fmt.Errorf("encode key of %s: %w", name, err)
+		}
+		set.Keys[name] = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+		serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+		if err != nil {
+			return KeySet{}, err
+		}
+		now := time.Now()
+		tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: name},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(100, 0, 0), KeyUsage: x509.KeyUsageDigitalSignature}
+		cert, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, pub, priv)
+		if err != nil {
+			return KeySet{}, fmt.Errorf("certificate of %s: %w", name, err)
+		}
+		_ = pem.Encode(&certs, &pem.Block{Type: "CERTIFICATE", Bytes: cert})
+	}
+	set.Certs = certs.String()
+	return set, nil
+}
+
+// ParsePrivateKey reads an Ed25519 private key in PKCS #8 PEM (as `openssl genpkey -algorithm
+// ed25519` and Helm's genPrivateKey "ed25519" write it).
+func ParsePrivateKey(s string) (ed25519.PrivateKey, error) {
+	block, rest := pem.Decode([]byte(s))
+	if block == nil || block.Type != "PRIVATE KEY" || len(bytes.TrimSpace(rest)) != 0 {
+		return nil, errors.New("internal key: want exactly one PEM block of type PRIVATE KEY")
+	}
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("internal key: %w", err)
+	}
+	priv, ok := key.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("internal key: want an Ed25519 key, got %T", key)
+	}
+	return priv, nil
+}
+
+// ParseCertificates reads a PEM bundle of certificates, one per service, each naming its
+// service in its subject's common name and carrying its Ed25519 public key, and returns the
+// public keys by service. Validity dates and issuers are not checked: the bundle is
+// configuration, trusted as a whole, and a certificate is only the conventional container of a
+// named public key that `openssl req -x509` and Helm's genSelfSignedCertWithKey both write.
+func ParseCertificates(s string) (map[string]ed25519.PublicKey, error) {
+	pubs := make(map[string]ed25519.PublicKey)
+	rest := []byte(s)
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("internal certificates: unexpected PEM block %q", block.Type)
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("internal certificates: %w", err)
+		}
+		name := cert.Subject.CommonName
+		pub, ok := cert.PublicKey.(ed25519.PublicKey)
+		if !ok {
+			return nil, fmt.Errorf("internal certificates: %q carries a %T, not an Ed25519 key", name, cert.PublicKey)
+		}
+		if name == "" {
+			return nil, errors.New("internal certificates: a certificate without a common name")
+		}
+		if _, dup := pubs[name]; dup {
+			return nil, fmt.Errorf("internal certificates: two for %q", name)
+		}
+		pubs[name] = pub
+	}
+	if len(bytes.TrimSpace(rest)) != 0 {
+		return nil, errors.New("internal certificates: text that is not PEM")
+	}
+	if len(pubs) == 0 {
+		return nil, errors.New("internal certificates: none found")
+	}
+	return pubs, nil
+}

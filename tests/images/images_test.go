@@ -35,7 +35,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	neturl "net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -54,10 +53,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-
-	"github.com/redis/go-redis/v9"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
@@ -415,8 +410,8 @@ func TestImagesStart(t *testing.T) {
 	prefix := testenv.Name("images")
 	// A Redis database of our own: the analytics service joins the clicks stream's consumer
 	// group, which must not take the entries of tests running beside this one.
-	redisURL = ownRedisDB(t, redisURL)
-	t.Cleanup(func() { dropDatabases(t, mongoURI, prefix) })
+	redisURL = stack.OwnRedisDB(t, redisURL, redisDB)
+	t.Cleanup(func() { stack.DropDatabases(t, mongoURI, prefix) })
 	internal, err := stack.GenerateInternalKeys()
 	if err != nil {
 		t.Fatal(err)
@@ -482,48 +477,6 @@ func datastores(t *testing.T) (mongoURI, redisURL string) {
 
 // redisDB is the Redis database the started services use.
 const redisDB = 13
-
-// ownRedisDB points url at redisDB, emptied before and after the test.
-func ownRedisDB(t *testing.T, url string) string {
-	t.Helper()
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.DB = redisDB
-	client := redis.NewClient(opts)
-	ctx := context.Background()
-	if err := client.FlushDB(ctx).Err(); err != nil {
-		t.Fatalf("redis: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = client.FlushDB(ctx).Err()
-		_ = client.Close()
-	})
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + strconv.Itoa(redisDB)
-	return u.String()
-}
-
-// dropDatabases drops the databases the services created, named prefix_<svc>.
-func dropDatabases(t *testing.T, uri, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	client, err := mongo.Connect(options.Client().ApplyURI(uri))
-	if err != nil {
-		t.Logf("drop databases: %v", err)
-		return
-	}
-	defer func() { _ = client.Disconnect(ctx) }()
-	for _, svc := range services {
-		if err := client.Database(prefix + "_" + svc).Drop(ctx); err != nil {
-			t.Logf("drop %s_%s: %v", prefix, svc, err)
-		}
-	}
-}
 
 // started is a service started from its image.
 type started struct {

@@ -7,11 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +17,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/redis/go-redis/v9"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
@@ -55,9 +50,9 @@ func TestReferencedAgainstServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	redisURL = ownRedisDB(t, redisURL)
+	redisURL = stack.OwnRedisDB(t, redisURL, redisDB)
 	prefix := testenv.Name("observability")
-	t.Cleanup(func() { dropDatabases(t, mongoURI, prefix) })
+	t.Cleanup(func() { stack.DropDatabases(t, mongoURI, prefix) })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
@@ -161,46 +156,4 @@ func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, erro
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	return p.TextToMetricFamilies(resp.Body)
-}
-
-// ownRedisDB points url at redisDB, emptied before and after the test.
-func ownRedisDB(t *testing.T, url string) string {
-	t.Helper()
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.DB = redisDB
-	client := redis.NewClient(opts)
-	ctx := context.Background()
-	if err := client.FlushDB(ctx).Err(); err != nil {
-		t.Fatalf("redis: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = client.FlushDB(ctx).Err()
-		_ = client.Close()
-	})
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + strconv.Itoa(redisDB)
-	return u.String()
-}
-
-// dropDatabases drops the databases the services created, named prefix_<svc>.
-func dropDatabases(t *testing.T, uri, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	client, err := mongo.Connect(options.Client().ApplyURI(uri))
-	if err != nil {
-		t.Logf("drop databases: %v", err)
-		return
-	}
-	defer func() { _ = client.Disconnect(ctx) }()
-	for _, svc := range stack.ServiceNames() {
-		if err := client.Database(prefix + "_" + svc).Drop(ctx); err != nil {
-			t.Logf("drop %s_%s: %v", prefix, svc, err)
-		}
-	}
 }

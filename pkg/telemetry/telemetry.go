@@ -56,7 +56,8 @@ func Setup(ctx context.Context, service string) (trace.TracerProvider, func(cont
 	if res, err = resource.Merge(res, envRes); err != nil && !errors.Is(err, resource.ErrSchemaURLConflict) {
 		return nil, nil, fmt.Errorf("merge resource: %w", err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	// Span strings hold client input; one invalid UTF-8 string would otherwise lose the whole batch.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(validUTF8Exporter{exp}), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
 	return tp, tp.Shutdown, nil
 }

@@ -118,7 +118,8 @@ func sanitizeSpan(s sdktrace.ReadOnlySpan) sdktrace.ReadOnlySpan {
 		sc.Attributes = attribute.NewSet(sanitizeAttrs(sc.Attributes.ToSlice())...)
 	}
 	// Snapshot falls back on the library when the scope is blank; it must not bring the old strings back.
-	stub.InstrumentationLibrary = *sc //nolint:staticcheck // the stub still carries it
+	//lint:ignore SA1019 the stub still carries the deprecated field and Snapshot reads it
+	stub.InstrumentationLibrary = *sc
 	return stub.Snapshot()
 }
 

@@ -2,11 +2,9 @@ package chart
 
 import (
 	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -420,16 +418,20 @@ func TestSettingsMatchTheReadme(t *testing.T) {
 	}
 }
 
-// Secrets reach a service only by secretKeyRef, only the keys it reads; the required ones are
-// always there, from the chart's Secret or the existing one.
+// Secrets reach a service only by secretKeyRef, only the keys it reads (of the private keys, its
+// own: secretKeyOf); the required ones are always there, from the chart's Secret or the existing
+// one.
 func TestSecretKeysPerService(t *testing.T) {
 	reads := readBy(readmeSettings(t))
 	secretKeys := map[string]bool{
-		"LINKMESH_INTERNAL_SECRET": true, "LINKMESH_IDENTITY_SECRET": true, "LINKMESH_MONGODB_URI": true, "LINKMESH_REDIS_URL": true,
+		varInternalKey: true, varInternalCerts: true, "LINKMESH_IDENTITY_SECRET": true, "LINKMESH_MONGODB_URI": true, "LINKMESH_REDIS_URL": true,
 		"LINKMESH_BOOTSTRAP_ADMIN_EMAIL": true, "LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": true, "LINKMESH_CAPTCHA_SECRET": true,
 		"LINKMESH_CAPTCHA_VERIFY_URL": true, "LINKMESH_OIDC_ISSUER": true, "LINKMESH_OIDC_CLIENT_ID": true,
 	}
-	required := []string{"LINKMESH_INTERNAL_SECRET", "LINKMESH_IDENTITY_SECRET", "LINKMESH_MONGODB_URI", "LINKMESH_REDIS_URL"}
+	for _, k := range internalMaterial() {
+		secretKeys[k] = true
+	}
+	required := []string{varInternalKey, varInternalCerts, "LINKMESH_IDENTITY_SECRET", "LINKMESH_MONGODB_URI", "LINKMESH_REDIS_URL"}
 	for _, name := range sortedNames(valueSets(t)) {
 		t.Run(name, func(t *testing.T) {
 			m := renderSet(t, name)
@@ -461,13 +463,13 @@ func TestSecretKeysPerService(t *testing.T) {
 							continue
 						}
 						ref := e.ValueFrom.SecretKeyRef
-						if ref.Name != secretName || ref.Key != e.Name {
-							t.Errorf("%s: %s from %s/%s, want %s/%s", svc, e.Name, ref.Name, ref.Key, secretName, e.Name)
+						if want := secretKeyOf(svc, e.Name); ref.Name != secretName || ref.Key != want {
+							t.Errorf("%s: %s from %s/%s, want %s/%s", svc, e.Name, ref.Name, ref.Key, secretName, want)
 						}
-						if !reads[svc][ref.Key] {
-							t.Errorf("%s: gets the secret key %s, which it does not read", svc, ref.Key)
+						if !reads[svc][e.Name] {
+							t.Errorf("%s: gets the secret %s, which it does not read", svc, e.Name)
 						}
-						got[ref.Key] = true
+						got[e.Name] = true
 					}
 				}
 				for _, k := range required {
@@ -483,63 +485,10 @@ func TestSecretKeysPerService(t *testing.T) {
 	for _, svc := range services {
 		env := m.env(t, svc)
 		for k := range secretKeys {
-			if reads[svc][k] && env[k] != "secret:"+k {
+			if reads[svc][k] && env[k] != "secret:"+secretKeyOf(svc, k) {
 				t.Errorf("generated-secrets: %s reads %s but does not get it", svc, k)
 			}
 		}
-	}
-}
-
-// The chart's Secret generates the internal and identity secrets once and keeps them: it is
-// never deleted by Helm and its values are read back from the cluster on upgrade.
-func TestGeneratedSecretsAreKept(t *testing.T) {
-	get := func(m manifests) map[string]string {
-		var s secret
-		o := m.must(t, "Secret", fullname)
-		if o.Metadata.Annotations["helm.sh/resource-policy"] != "keep" {
-			t.Errorf("Secret %s: no helm.sh/resource-policy: keep", fullname)
-		}
-		o.decode(t, &s)
-		out := map[string]string{}
-		for k, v := range s.Data {
-			b, err := base64.StdEncoding.DecodeString(v)
-			if err != nil {
-				t.Fatalf("Secret key %s: %v", k, err)
-			}
-			out[k] = string(b)
-		}
-		return out
-	}
-	a, b := get(renderSet(t, "default")), get(render(t, nil))
-	for _, k := range []string{"LINKMESH_INTERNAL_SECRET", "LINKMESH_IDENTITY_SECRET"} {
-		if len(a[k]) < 32 {
-			t.Errorf("generated %s has %d characters, want at least 32", k, len(a[k]))
-		}
-		if a[k] == b[k] {
-			t.Errorf("%s is the same in two renderings: not generated", k)
-		}
-	}
-	given := get(renderSet(t, "generated-secrets"))
-	if given["LINKMESH_INTERNAL_SECRET"] != "0123456789abcdef0123456789abcdef0123" {
-		t.Errorf("a given internal secret is not used as it is")
-	}
-	// Without a cluster, helm template cannot show the lookup at work: check that the values
-	// come from a lookup of the chart's own Secret before anything is generated.
-	src, err := os.ReadFile(filepath.Join(chartDir(t), "templates", "_helpers.tpl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lookup := regexp.MustCompile(`lookup "v1" "Secret" \.Release\.Namespace \(include "linkmesh\.fullname" \.\)[\s\S]*dig "data" \$key[\s\S]*randAlphaNum`)
-	if !lookup.Match(src) {
-		t.Error(`linkmesh.secretData no longer reads the existing Secret (lookup) before generating`)
-	}
-	// The pods' secret checksum does not change with the generated values (no restart on
-	// every upgrade).
-	ann := func(m manifests) string {
-		return m.deployments(t)["gateway"].Spec.Template.Metadata.Annotations["checksum/secret"]
-	}
-	if ann(renderSet(t, "default")) != ann(render(t, nil)) {
-		t.Error("checksum/secret changes between two renderings of the same values")
 	}
 }
 

@@ -92,7 +92,15 @@ func sortedNames(m map[string]string) []string {
 // helmTemplate runs helm template with the value files and --set arguments given.
 func helmTemplate(t testing.TB, files []string, sets ...string) ([]byte, error) {
 	t.Helper()
+	return helmTemplateWith(t, nil, files, sets...)
+}
+
+// helmTemplateWith runs helm template with the further arguments extra (such as a kubeconfig
+// for lookup), the value files and the --set arguments given.
+func helmTemplateWith(t testing.TB, extra, files []string, sets ...string) ([]byte, error) {
+	t.Helper()
 	args := []string{"template", release, chartDir(t), "--namespace", namespace, "--kube-version", kubeVersion}
+	args = append(args, extra...)
 	for _, f := range files {
 		args = append(args, "-f", f)
 	}

@@ -75,7 +75,12 @@ func TestBadValuesRefused(t *testing.T) {
 		{"port too high", []string{"containerPort=70000"}, schemaError},
 		{"pull policy", []string{"image.pullPolicy=Sometimes"}, schemaError},
 		{"service type", []string{"services.gateway.service.type=ExternalName"}, schemaError},
-		{"short internal secret", []string{"secrets.internalSecret=too-short"}, schemaError},
+		{"the shared internal secret, gone", []string{"secrets.internalSecret=" + strings.Repeat("x", 32)}, schemaError},
+		{"short identity secret", []string{"secrets.identitySecret=too-short"}, schemaError},
+		{"internal key not PEM", []string{"secrets.internalKeys.gateway=not-a-key"}, schemaError},
+		{"internal key of no service", []string{"secrets.internalKeys.shortener=x"}, schemaError},
+		{"internal keys not by service", []string{"secrets.internalKeys=x"}, schemaError},
+		{"internal certificates not PEM", []string{"secrets.internalCerts=not-a-certificate"}, schemaError},
 		{"bad digest", []string{"services.link.image.digest=latest"}, schemaError},
 		{"duration", []string{"config.anonWindow=a day"}, schemaError},
 		{"sampler", []string{"otel.sampler=sometimes"}, schemaError},
@@ -101,7 +106,7 @@ func TestBadValuesRefused(t *testing.T) {
 	// The limits themselves render.
 	for _, set := range [][]string{
 		{"config.shutdownDrainSeconds=60", "terminationGracePeriodSeconds=76"},
-		{"secrets.internalSecret=" + strings.Repeat("x", 32)},
+		{"secrets.identitySecret=" + strings.Repeat("x", 32)},
 		{"services.gateway.podDisruptionBudget.maxUnavailable=50%"},
 		{"secrets.redisURL=redis+sentinel://sentinel:26379?addr=sentinel-2:26379&master_name=main"},
 		{"secrets.redisURL=rediss+cluster://redis-0:6379?addr=redis-1:6379"},

@@ -1,9 +1,10 @@
 {{/*
 What the code of each service needs, in one place: the peers it calls over HTTP (the
 env.Peer(pkgconfig.<Svc>, ...) calls in services/<svc>/internal/app/*.go), whether it owns a
-MongoDB database, the secret keys and the settings (keys of .Values.config) it reads. The peer
-URL variables, the NetworkPolicies, the ConfigMaps and the secretKeyRefs are all derived from
-it; tests/chart checks it against the code and the README's settings table.
+MongoDB database, the secret variables (see linkmesh.secretVariables; each is read from the
+Secret key linkmesh.secretKey names) and the settings (keys of .Values.config) it reads. The
+peer URL variables, the NetworkPolicies, the ConfigMaps and the secretKeyRefs are all derived
+from it; tests/chart checks it against the code and the README's settings table.
 
 Services are listed in the order of their default local ports.
 */}}
@@ -11,32 +12,32 @@ Services are listed in the order of their default local ports.
 gateway:
   calls: [auth, link, moderation]
   mongodb: false
-  secrets: [LINKMESH_INTERNAL_SECRET, LINKMESH_REDIS_URL, LINKMESH_IDENTITY_SECRET, LINKMESH_CAPTCHA_VERIFY_URL, LINKMESH_CAPTCHA_SECRET]
+  secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_IDENTITY_SECRET, LINKMESH_CAPTCHA_VERIFY_URL, LINKMESH_CAPTCHA_SECRET]
   settings: [baseURL, trustedProxies, redirectCacheSize, clickQueue, geoipDB, cookieSecure]
 auth:
   calls: [quota, moderation, link]
   mongodb: true
-  secrets: [LINKMESH_INTERNAL_SECRET, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI, LINKMESH_BOOTSTRAP_ADMIN_EMAIL, LINKMESH_BOOTSTRAP_ADMIN_PASSWORD, LINKMESH_OIDC_ISSUER, LINKMESH_OIDC_CLIENT_ID]
+  secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI, LINKMESH_BOOTSTRAP_ADMIN_EMAIL, LINKMESH_BOOTSTRAP_ADMIN_PASSWORD, LINKMESH_OIDC_ISSUER, LINKMESH_OIDC_CLIENT_ID]
   settings: [sessionTTL, loginRecordRetention, oidcJWKSURL]
 link:
   calls: [quota, analytics, moderation]
   mongodb: true
-  secrets: [LINKMESH_INTERNAL_SECRET, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
+  secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
   settings: [baseURL, dnsTimeout, dnsServer, dnsCacheTTL, dnsNegativeTTL]
 analytics:
   calls: []
   mongodb: true
-  secrets: [LINKMESH_INTERNAL_SECRET, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
+  secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
   settings: [clickRetention]
 moderation:
   calls: [link, auth, analytics, quota]
   mongodb: true
-  secrets: [LINKMESH_INTERNAL_SECRET, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
+  secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
   settings: []
 quota:
   calls: []
   mongodb: true
-  secrets: [LINKMESH_INTERNAL_SECRET, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
+  secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
   settings: [anonQuota, anonWindow, userWindow, loginMaxFailures, loginMaxFailuresPerEmail, loginWindow]
 {{- end }}
 
@@ -79,9 +80,14 @@ loginWindow: LINKMESH_LOGIN_WINDOW
 [logLevel, shutdownDrainSeconds, debugAddr]
 {{- end }}
 
-{{/* The Secret's keys, in the order .Values.secrets lists them, and which value holds each. */}}
-{{- define "linkmesh.secretKeys" -}}
-LINKMESH_INTERNAL_SECRET: {value: internalSecret, required: true}
+{{/*
+The secret variables, in the order .Values.secrets lists them: which value holds each, whether a
+service cannot start without it, and whether it differs per service (perService: the value is
+an object by service name, and the Secret holds one key per service, see linkmesh.secretKey).
+*/}}
+{{- define "linkmesh.secretVariables" -}}
+LINKMESH_INTERNAL_KEY: {value: internalKeys, required: true, perService: true}
+LINKMESH_INTERNAL_CERTS: {value: internalCerts, required: true}
 LINKMESH_IDENTITY_SECRET: {value: identitySecret, required: true}
 LINKMESH_MONGODB_URI: {value: mongodbURI, required: true}
 LINKMESH_REDIS_URL: {value: redisURL, required: true}
@@ -91,4 +97,31 @@ LINKMESH_CAPTCHA_VERIFY_URL: {value: captchaVerifyURL, required: false}
 LINKMESH_CAPTCHA_SECRET: {value: captchaSecret, required: false}
 LINKMESH_OIDC_ISSUER: {value: oidcIssuer, required: false}
 LINKMESH_OIDC_CLIENT_ID: {value: oidcClientID, required: false}
+{{- end }}
+
+{{/*
+The key of the Secret a service reads a secret variable from: the variable's own name, or for a
+per-service variable <variable>_<SERVICE> (LINKMESH_INTERNAL_KEY_GATEWAY). The one place this
+mapping is made. Takes (dict "root" $ "name" <service> "variable" <variable>).
+*/}}
+{{- define "linkmesh.secretKey" -}}
+{{- $spec := index (include "linkmesh.secretVariables" .root | fromYaml) .variable }}
+{{- if $spec.perService }}
+{{- printf "%s_%s" .variable (upper .name) }}
+{{- else }}
+{{- .variable }}
+{{- end }}
+{{- end }}
+
+{{/*
+Every key of the Secret, as YAML: the key, then the variable and value (and for a per-service
+variable, the service) it holds. Takes the root context.
+*/}}
+{{- define "linkmesh.secretKeys" -}}
+{{- $root := . }}
+{{- range $var, $spec := include "linkmesh.secretVariables" . | fromYaml }}
+{{- range $name := ternary (include "linkmesh.serviceNames" $root | fromYamlArray) (list "") (default false $spec.perService) }}
+{{ include "linkmesh.secretKey" (dict "root" $root "name" $name "variable" $var) }}: {variable: {{ $var }}, value: {{ $spec.value }}, service: {{ $name | quote }}, required: {{ $spec.required }}}
+{{- end }}
+{{- end }}
 {{- end }}

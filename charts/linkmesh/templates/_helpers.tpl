@@ -87,24 +87,67 @@ app.kubernetes.io/component: {{ .name }}
 {{- end }}
 
 {{/*
-The data of the chart's Secret (when no existingSecret), base64-encoded, as YAML. The internal
-and identity secrets, unless set in values, are taken from the Secret already in the cluster
-(lookup; empty under `helm template`) or else generated: so they are made once, at install, and
-kept by every upgrade (the Secret also carries helm.sh/resource-policy: keep).
+The data of the chart's Secret (when no existingSecret), base64-encoded, as YAML. What values do
+not give is taken from the Secret already in the cluster (lookup; empty under `helm template`)
+or else generated: so it is made once, at install, and kept by every upgrade (the Secret also
+carries helm.sh/resource-policy: keep).
+
+- LINKMESH_IDENTITY_SECRET: 48 random characters.
+- The internal key material, as a whole: each service's Ed25519 private key
+  (LINKMESH_INTERNAL_KEY_<SERVICE>, genPrivateKey) and LINKMESH_INTERNAL_CERTS, the six
+  certificates made with them (genSelfSignedCertWithKey, common name = the service). Keys and
+  certificates are given together, kept together or generated together, never mixed: a Secret
+  holding only some of them is refused rather than completed with keys that match no
+  certificate.
 */}}
 {{- define "linkmesh.secretData" -}}
-{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "linkmesh.fullname" .) | default dict }}
-{{- range $key, $spec := include "linkmesh.secretKeys" . | fromYaml }}
-{{- $value := index $.Values.secrets $spec.value }}
-{{- if and (not $value) (has $key (list "LINKMESH_INTERNAL_SECRET" "LINKMESH_IDENTITY_SECRET")) }}
-{{- $value = dig "data" $key "" $existing | b64dec }}
-{{- if not $value }}
-{{- $value = randAlphaNum 48 }}
-{{- end }}
+{{- $root := . }}
+{{- $existing := dig "data" dict (lookup "v1" "Secret" .Release.Namespace (include "linkmesh.fullname" .) | default dict) }}
+{{- $keys := include "linkmesh.secretKeys" . | fromYaml }}
+{{- $data := dict }}
+{{- range $key, $spec := $keys }}
+{{- $value := index $root.Values.secrets $spec.value }}
+{{- if $spec.service }}
+{{- $value = index $value $spec.service }}
 {{- end }}
 {{- if $value }}
-{{ $key }}: {{ $value | b64enc | quote }}
+{{- $_ := set $data $key $value }}
 {{- end }}
+{{- end }}
+{{- if not $data.LINKMESH_IDENTITY_SECRET }}
+{{- $_ := set $data "LINKMESH_IDENTITY_SECRET" (index $existing "LINKMESH_IDENTITY_SECRET" | default "" | b64dec | default (randAlphaNum 48)) }}
+{{- end }}
+{{- /* Unless given in values (all of it: linkmesh.validate checks), kept or generated as a whole. */}}
+{{- if not $data.LINKMESH_INTERNAL_CERTS }}
+{{- $material := list }}
+{{- $kept := list }}
+{{- range $key, $spec := $keys }}
+{{- if has $spec.variable (list "LINKMESH_INTERNAL_KEY" "LINKMESH_INTERNAL_CERTS") }}
+{{- $material = append $material $key }}
+{{- if index $existing $key }}
+{{- $kept = append $kept $key }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if eq (len $kept) (len $material) }}
+{{- range $key := $kept }}
+{{- $_ := set $data $key (index $existing $key | b64dec) }}
+{{- end }}
+{{- else if $kept }}
+{{- fail (printf "the Secret %s/%s holds only some of the internal key material (%s of %s): restore the missing keys, or delete all of them to have new ones generated" $root.Release.Namespace (include "linkmesh.fullname" $root) (join ", " $kept) (join ", " $material)) }}
+{{- else }}
+{{- $certs := "" }}
+{{- range $name := include "linkmesh.serviceNames" . | fromYamlArray }}
+{{- $private := genPrivateKey "ed25519" }}
+{{- $cert := genSelfSignedCertWithKey $name nil nil 36500 $private }}
+{{- $_ := set $data (include "linkmesh.secretKey" (dict "root" $root "name" $name "variable" "LINKMESH_INTERNAL_KEY")) $private }}
+{{- $certs = print $certs $cert.Cert }}
+{{- end }}
+{{- $_ := set $data "LINKMESH_INTERNAL_CERTS" $certs }}
+{{- end }}
+{{- end }}
+{{- range $key, $value := $data }}
+{{ $key }}: {{ $value | b64enc | quote }}
 {{- end }}
 {{- end }}
 
@@ -145,11 +188,30 @@ Deployment.
 {{- fail "metrics.port must differ from containerPort" }}
 {{- end }}
 {{- if not $v.secrets.existingSecret }}
-{{- range $name := list "internalSecret" "identitySecret" }}
-{{- $s := index $v.secrets $name }}
-{{- if and $s (lt (len $s) 32) }}
-{{- fail (printf "secrets.%s must be at least 32 characters" $name) }}
+{{- if and $v.secrets.identitySecret (lt (len $v.secrets.identitySecret) 32) }}
+{{- fail "secrets.identitySecret must be at least 32 characters" }}
 {{- end }}
+{{- $names := include "linkmesh.serviceNames" . | fromYamlArray }}
+{{- $given := list }}
+{{- $missing := list }}
+{{- range $name := $names }}
+{{- if index $v.secrets.internalKeys $name }}
+{{- $given = append $given (printf "secrets.internalKeys.%s" $name) }}
+{{- else }}
+{{- $missing = append $missing (printf "secrets.internalKeys.%s" $name) }}
+{{- end }}
+{{- end }}
+{{- if $v.secrets.internalCerts }}
+{{- $given = append $given "secrets.internalCerts" }}
+{{- else }}
+{{- $missing = append $missing "secrets.internalCerts" }}
+{{- end }}
+{{- if and $given $missing }}
+{{- fail (printf "secrets.internalKeys (all six services) and secrets.internalCerts are given together, or none of them to have them generated: %s given, but not %s" (join ", " $given) (join ", " $missing)) }}
+{{- end }}
+{{- $certs := len (regexFindAll "-----BEGIN CERTIFICATE-----" $v.secrets.internalCerts -1) }}
+{{- if and $v.secrets.internalCerts (lt $certs (len $names)) }}
+{{- fail (printf "secrets.internalCerts holds %d certificates; it needs one for each of the %d services" $certs (len $names)) }}
 {{- end }}
 {{- if not $v.secrets.mongodbURI }}
 {{- fail "secrets.mongodbURI is required (or secrets.existingSecret)" }}

@@ -152,20 +152,25 @@ config.linkerd.io/skip-inbound-ports: {{ $v.metrics.port | toString | quote }}
 {{- end }}
 {{- end }}
 
-{{/* The secretKeyRefs of a service: only the keys it reads, only those that are set. */}}
+{{/*
+The secretKeyRefs of a service: only the variables it reads, only those that are set, each from
+its key of the Secret (linkmesh.secretKey: a per-service variable such as LINKMESH_INTERNAL_KEY
+from this service's own key, never another's).
+*/}}
 {{- define "linkmesh.secretEnv" -}}
 {{- $root := .root }}
-{{- $c := index (include "linkmesh.contractOf" $root | fromJson) .name }}
-{{- $keys := include "linkmesh.secretKeys" $root | fromYaml }}
+{{- $name := .name }}
+{{- $c := index (include "linkmesh.contractOf" $root | fromJson) $name }}
+{{- $vars := include "linkmesh.secretVariables" $root | fromYaml }}
 {{- $existing := $root.Values.secrets.existingSecret }}
-{{- range $key := $c.secrets }}
-{{- $spec := index $keys $key }}
+{{- range $var := $c.secrets }}
+{{- $spec := index $vars $var }}
 {{- if or $existing $spec.required (index $root.Values.secrets $spec.value) }}
-- name: {{ $key }}
+- name: {{ $var }}
   valueFrom:
     secretKeyRef:
       name: {{ include "linkmesh.secretName" $root }}
-      key: {{ $key }}
+      key: {{ include "linkmesh.secretKey" (dict "root" $root "name" $name "variable" $var) }}
       {{- if not $spec.required }}
       optional: true
       {{- end }}

@@ -17,7 +17,7 @@ CHART_GO_TESTS ?= 1
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: ## Install what local runs and tests need (redis-server, PostgreSQL, wrk, curl and CA certificates) if missing
+deps: ## Install what local runs and tests need (redis-server, PostgreSQL, wrk, curl, CA certificates and openssl) if missing
 	@deploy/local/install-deps.sh
 
 build: ## Build every service and the local tools into ./bin

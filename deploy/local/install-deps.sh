@@ -2,7 +2,8 @@
 # install-deps.sh ensures this machine has what local runs and tests need:
 # redis-server, the PostgreSQL server binaries (initdb/postgres, used under
 # FerretDB as the MongoDB wire-protocol server), wrk (for benchmarks), and curl with
-# the CA certificates (to fetch the GeoIP database).
+# the CA certificates (to fetch the GeoIP database), and openssl (the chart test
+# makes internal keys the way the chart's README tells operators to).
 #
 # It is idempotent: it installs only what is missing, runs apt-get update at
 # most once, and prints one line per tool.
@@ -93,6 +94,8 @@ find_curl() { find_binary curl; }
 # The GeoIP fetch needs the system's CA bundle for HTTPS.
 find_cacerts() { [[ -s /etc/ssl/certs/ca-certificates.crt ]] && echo /etc/ssl/certs/ca-certificates.crt; }
 find_wrk() { find_binary wrk; }
+# The chart test makes internal keys with the openssl commands the chart's README gives.
+find_openssl() { find_binary openssl; }
 
 ensure redis-server redis-server find_redis
 ensure redis-cli redis-tools find_redis_cli
@@ -100,3 +103,4 @@ ensure initdb postgresql find_initdb
 ensure wrk wrk find_wrk
 ensure curl curl find_curl
 ensure ca-certificates ca-certificates find_cacerts
+ensure openssl openssl find_openssl

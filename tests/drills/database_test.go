@@ -1,11 +1,8 @@
 package drills
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -16,22 +13,12 @@ import (
 // stall is retried with its Idempotency-Key afterwards and answers the one account — which
 // may have been stored after its caller was told 503.
 func TestDatabasePaused(t *testing.T) {
+	rep := newReport(t)
 	svcs := bench.Services
 	gateways := []string{svcs.GatewayURL, svcs.URLs["gateway-2"]}
-	anon := map[string]string{"X-Forwarded-For": "203.0.113.20"}
-	status, body := send(t, svcs.GatewayURL, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/paused"}`, anon)
-	if status != 201 {
-		t.Fatalf("shorten: %d %s", status, body)
-	}
-	var link struct {
-		Code string `json:"short_code"`
-	}
-	_ = json.Unmarshal(body, &link)
-	browser := map[string]string{"User-Agent": "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"}
+	code := shorten(t, svcs.GatewayURL, "https://93.184.216.34/paused", map[string]string{"X-Forwarded-For": "203.0.113.20"})
 	for _, gw := range gateways {
-		if status, _ := send(t, gw, "GET", "/"+link.Code, "", browser); status != 302 {
-			t.Fatalf("warm-up on %s: %d", gw, status)
-		}
+		warmUp(t, gw, code)
 	}
 
 	if err := bench.Datastores.PausePostgres(); err != nil {
@@ -49,29 +36,16 @@ func TestDatabasePaused(t *testing.T) {
 	}
 	t.Cleanup(resume)
 
-	var redirected, failed atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if s, _ := send(t, gateways[i], "GET", "/"+link.Code, "", browser); s == 302 {
-					redirected.Add(1)
-				} else {
-					failed.Add(1)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-		})
-	}
+	stop := follow(t, rep, "redirect", code, gateways, 2, 20*time.Millisecond)
+	defer stop()
 	key := map[string]string{"X-Forwarded-For": "203.0.113.21", "Idempotency-Key": "drill-register-1"}
 	reg := `{"email":"paused@drill.example","password":"s3cret-passphrase","first_name":"Ada","last_name":"Lovelace"}`
-	writes := map[string][2]any{}
+	type answer struct {
+		status int
+		body   string
+		took   time.Duration
+	}
+	writes := map[string]answer{}
 	var mu sync.Mutex
 	var wwg sync.WaitGroup
 	for name, w := range map[string][3]string{
@@ -84,9 +58,11 @@ func TestDatabasePaused(t *testing.T) {
 				h = key
 			}
 			start := time.Now()
-			s, b := send(t, svcs.GatewayURL, "POST", w[0], w[1], h)
+			s, b := rep.send(t, name+" during the stall", svcs.GatewayURL, "POST", w[0], w[1], h)
+			took := time.Since(start)
+			rep.figure(name+" answered after", took)
 			mu.Lock()
-			writes[name] = [2]any{s, fmt.Sprintf("%s after %s", strings.TrimSpace(string(b)), time.Since(start).Round(100*time.Millisecond))}
+			writes[name] = answer{s, strings.TrimSpace(string(b)), took}
 			mu.Unlock()
 		})
 	}
@@ -94,15 +70,14 @@ func TestDatabasePaused(t *testing.T) {
 	time.Sleep(time.Until(paused.Add(10 * time.Second)))
 	resume()
 	back := time.Now()
-	close(stop)
-	wg.Wait()
-	t.Logf("10 s stall: %d warm redirects answered 302, %d otherwise; writes answered %v", redirected.Load(), failed.Load(), writes)
-	if failed.Load() != 0 {
-		t.Errorf("%d warm redirects failed during the stall", failed.Load())
+	rep.down("postgres", back.Sub(paused))
+	stop()
+	if failed, how := rep.other("redirect", 302); failed != 0 {
+		t.Errorf("%d warm redirects failed during the stall: %s", failed, how)
 	}
 	for name, w := range writes {
-		if w[0] != 503 || !strings.HasPrefix(w[1].(string), `{"error":"`) {
-			t.Errorf("%s during the stall answered %v %v, want 503 in the envelope", name, w[0], w[1])
+		if w.status != 503 || !strings.HasPrefix(w.body, `{"error":"`) {
+			t.Errorf("%s during the stall answered %d %s after %s, want 503 in the envelope", name, w.status, w.body, w.took.Round(100*time.Millisecond))
 		}
 	}
 
@@ -118,17 +93,17 @@ func TestDatabasePaused(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
-	t.Logf("every service ready %s after the stall", time.Since(back).Round(100*time.Millisecond))
-	if s, b := send(t, svcs.GatewayURL, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/after"}`, map[string]string{"X-Forwarded-For": "203.0.113.22"}); s != 201 {
+	rep.recovered("every service ready", time.Since(back))
+	if s, b := rep.send(t, "shorten after the stall", svcs.GatewayURL, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/after"}`, map[string]string{"X-Forwarded-For": "203.0.113.22"}); s != 201 {
 		t.Errorf("creation after the stall: %d %s", s, b)
 	}
 	// The registration retried with its key: one account, whether or not the first attempt
 	// was stored late.
-	s, b := send(t, svcs.GatewayURL, "POST", "/api/auth/register", reg, key)
+	s, b := rep.send(t, "register retried with its key", svcs.GatewayURL, "POST", "/api/auth/register", reg, key)
 	if s != 201 {
 		t.Fatalf("registration retried with its key: %d %s", s, b)
 	}
-	if s, b := send(t, svcs.GatewayURL, "POST", "/api/auth/register", reg, map[string]string{"X-Forwarded-For": "203.0.113.23"}); s != 409 {
+	if s, b := rep.send(t, "register again without the key", svcs.GatewayURL, "POST", "/api/auth/register", reg, map[string]string{"X-Forwarded-For": "203.0.113.23"}); s != 409 {
 		t.Errorf("registration without the key after the retry: %d %s, want 409", s, b)
 	}
 }

@@ -14,7 +14,9 @@
 //     itself for work no request asked for (a sweeper finishing an interrupted step). Receivers
 //     decide, per operation, which services may do what (Caller.IsService).
 //
-// A token addressed to one service is refused by every other.
+// A token addressed to one service is refused by every other, and every hop of a chain must be
+// an edge of the call graph (Calls): a service that calls no one (quota, analytics) can pass
+// nothing on, and a service token cannot be passed on at all.
 package identity
 
 import (
@@ -22,20 +24,38 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/linkmesh/linkmesh/pkg/config"
 )
 
 // TTL bounds every internal token; a stolen one is useless within a minute.
 const TTL = time.Minute
 
 // Gateway is the one service whose tokens may name a caller.
-const Gateway = "gateway"
+const Gateway = config.Gateway
 
-// maxChain bounds how many services a caller's token may be passed through: gateway →
-// moderation → link → moderation is the longest path the services take.
-const maxChain = 5
+// Calls is the call graph: the services each service calls. A token is accepted only along
+// one of its edges. The chart's contract and the code's peer clients say the same (tests keep
+// them in step).
+var Calls = map[string][]string{
+	Gateway:           {config.Auth, config.Link, config.Moderation},
+	config.Auth:       {config.Quota, config.Moderation, config.Link},
+	config.Link:       {config.Quota, config.Analytics, config.Moderation},
+	config.Analytics:  nil,
+	config.Moderation: {config.Link, config.Auth, config.Analytics, config.Quota},
+	config.Quota:      nil,
+}
+
+// maxChain bounds how many tokens a chain holds: gateway → moderation → link → moderation (a
+// moderator disables a reported link, and link writes the audit entry) is the longest path
+// the services take. It also bounds a token's size: each hop wraps the one before.
+const maxChain = 3
 
 // Roles a caller can have; RoleAnonymous is the role of a caller without a session and
 // RoleService the role of a service acting as itself.
@@ -161,12 +181,23 @@ func (k *Keys) SignCaller(c Caller, audience string) (string, error) {
 	if !userRoles[role] || (c.UserID == "") != (role == RoleAnonymous) {
 		return "", fmt.Errorf("sign internal token: inconsistent user %q and role %q", c.UserID, role)
 	}
-	ua := c.UserAgent
-	if len(ua) > MaxUserAgent {
-		ua = ua[:MaxUserAgent]
-	}
-	return k.sign(claims{Role: role, Status: c.Status, IPHash: c.IPHash, UserAgent: ua, QuotaLimit: c.QuotaLimit,
+	return k.sign(claims{Role: role, Status: c.Status, IPHash: c.IPHash, UserAgent: ClipUserAgent(c.UserAgent), QuotaLimit: c.QuotaLimit,
 		RegisteredClaims: jwt.RegisteredClaims{Subject: c.UserID}}, audience)
+}
+
+// ClipUserAgent makes ua valid UTF-8 (each invalid run becomes U+FFFD) and cuts it, on a
+// character boundary, to at most MaxUserAgent bytes: what a token carries and an audit entry
+// keeps.
+func ClipUserAgent(ua string) string {
+	ua = strings.ToValidUTF8(ua, "\uFFFD")
+	if len(ua) <= MaxUserAgent {
+		return ua
+	}
+	cut := MaxUserAgent
+	for cut > 0 && !utf8.RuneStart(ua[cut]) {
+		cut--
+	}
+	return ua[:cut]
 }
 
 // passOn issues a token for audience acting for the caller of received, a token addressed
@@ -206,6 +237,9 @@ func (k *Keys) verify(token, audience string, depth int) (Caller, error) {
 	if len(cl.Audience) != 1 || cl.Audience[0] != audience {
 		return Caller{}, fmt.Errorf("token addressed to %v, not %s", []string(cl.Audience), audience)
 	}
+	if !slices.Contains(Calls[cl.Issuer], audience) {
+		return Caller{}, fmt.Errorf("%s does not call %s", cl.Issuer, audience)
+	}
 	// Whoever signs must not mint long-lived tokens: the lifetime is ours to bound.
 	if cl.IssuedAt == nil || cl.ExpiresAt.Sub(cl.IssuedAt.Time) > TTL {
 		return Caller{}, errors.New("lifetime exceeds the limit")
@@ -215,6 +249,9 @@ func (k *Keys) verify(token, audience string, depth int) (Caller, error) {
 		if cl.OnBehalfOf != "" || !userRoles[cl.Role] || (cl.Subject == "") != (cl.Role == RoleAnonymous) {
 			return Caller{}, errors.New("inconsistent subject and role")
 		}
+		if len(cl.UserAgent) > MaxUserAgent || !utf8.ValidString(cl.UserAgent) {
+			return Caller{}, errors.New("user agent not as the gateway clips it")
+		}
 		return Caller{UserID: cl.Subject, Role: cl.Role, Status: cl.Status, IPHash: cl.IPHash, UserAgent: cl.UserAgent,
 			QuotaLimit: cl.QuotaLimit}, nil
 	case cl.namesCaller():
@@ -222,6 +259,9 @@ func (k *Keys) verify(token, audience string, depth int) (Caller, error) {
 	case cl.OnBehalfOf != "":
 		// What the issuer passes on must have been addressed to it.
 		return k.verify(cl.OnBehalfOf, cl.Issuer, depth+1)
+	case depth > 0:
+		// A service acts as itself only towards the peer it addressed.
+		return Caller{}, fmt.Errorf("a token of %s acting as itself passed on", cl.Issuer)
 	default:
 		return Caller{Role: RoleService, Service: cl.Issuer}, nil
 	}

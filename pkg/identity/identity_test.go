@@ -3,13 +3,19 @@ package identity
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
+	"math/big"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/golang-jwt/jwt/v5"
@@ -53,39 +59,69 @@ func TestCallerRoundTrip(t *testing.T) {
 	}
 }
 
-// A token is addressed to one service: every other refuses it, whoever it is for.
+// A token is addressed to one service: every other refuses it, whoever it is for. Every edge
+// of the call graph is tried, with the token its sender makes (the gateway names a caller, a
+// service acts as itself).
 func TestTokenForOneServiceRefusedByAnother(t *testing.T) {
-	gw := keysOf(t, Gateway)
-	for _, to := range services[1:] {
-		tok, err := gw.SignCaller(Caller{UserID: "u1", Role: RoleSuperAdmin}, to)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, other := range services[1:] {
-			_, err := keysOf(t, other).Verify(tok)
-			if (err == nil) != (other == to) {
-				t.Errorf("token for %s at %s: err = %v", to, other, err)
+	for from, tos := range Calls {
+		for _, to := range tos {
+			var tok string
+			var err error
+			if from == Gateway {
+				tok, err = keysOf(t, from).SignCaller(Caller{UserID: "u1", Role: RoleSuperAdmin}, to)
+			} else {
+				tok, err = keysOf(t, from).signService(to)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, other := range services[1:] {
+				_, err := keysOf(t, other).Verify(tok)
+				if (err == nil) != (other == to) {
+					t.Errorf("token from %s for %s at %s: err = %v", from, to, other, err)
+				}
 			}
 		}
 	}
 }
 
+// Tokens travel only along the call graph: a service that calls no one, or a peer it does not
+// call, is refused whatever the signature.
+func TestOnlyAlongTheCallGraph(t *testing.T) {
+	for _, c := range [][2]string{{"quota", "auth"}, {"analytics", "moderation"}, {"link", "auth"}, {"auth", "analytics"}} {
+		tok, _ := keysOf(t, c[0]).signService(c[1])
+		if _, err := keysOf(t, c[1]).Verify(tok); err == nil || !strings.Contains(err.Error(), "does not call") {
+			t.Errorf("%s → %s: %v", c[0], c[1], err)
+		}
+	}
+	if tok, _ := keysOf(t, Gateway).SignCaller(Anonymous, "quota"); tok != "" {
+		if _, err := keysOf(t, "quota").Verify(tok); err == nil {
+			t.Error("quota accepted a caller token straight from the gateway, which never calls it")
+		}
+	}
+}
+
 // A service passes the caller on to a peer, through as many hops as the services take, and
-// the last one sees the caller the gateway named.
+// the last one sees the caller the gateway named; one hop more is refused.
 func TestPassedOnThroughServices(t *testing.T) {
 	caller := Caller{UserID: "m1", Role: RoleModerator, Status: "active", IPHash: "iph", UserAgent: "ua"}
 	ctx, err := keysOf(t, Gateway).WithCaller(context.Background(), caller)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := []string{"moderation", "link", "moderation", "quota"}
-	for _, hop := range path {
+	for i, hop := range []string{"moderation", "link", "moderation", "quota"} {
 		tok, err := TokenFor(ctx, hop)
 		if err != nil {
 			t.Fatal(err)
 		}
 		k := keysOf(t, hop)
 		got, err := k.Verify(tok)
+		if i == maxChain {
+			if err == nil || !strings.Contains(err.Error(), "too many") {
+				t.Fatalf("a chain of %d tokens: %+v, %v", i+1, got, err)
+			}
+			break
+		}
 		if err != nil || got != caller {
 			t.Fatalf("at %s: %+v, %v; want %+v", hop, got, err, caller)
 		}
@@ -101,17 +137,27 @@ func TestPassedOnRefusals(t *testing.T) {
 	if _, err := quota.Verify(stolen); err == nil {
 		t.Error("quota accepted a token link passed on but was never sent")
 	}
-	// A chain longer than any path the services take.
-	tok, _ := gw.SignCaller(Anonymous, "link")
-	from := "link"
-	for i := range maxChain {
-		to := []string{"quota", "link"}[i%2]
-		tok, _ = keysOf(t, from).passOn(tok, to)
-		from = to
+	// Quota calls no one, so it can pass nothing on, not even to a service it could reach.
+	forQuota, _ := link.passOn(mustSign(t, gw, "link"), "quota")
+	fromQuota, _ := quota.passOn(forQuota, "link")
+	if _, err := link.Verify(fromQuota); err == nil {
+		t.Error("link accepted a token quota passed on")
 	}
-	if _, err := keysOf(t, from).Verify(tok); err == nil || !strings.Contains(err.Error(), "too many") {
-		t.Errorf("chain of %d hops: %v", maxChain+1, err)
+	// A service acting as itself addresses one peer; that peer cannot pass it on.
+	asLink, _ := link.signService("moderation")
+	onward, _ := keysOf(t, "moderation").passOn(asLink, "link")
+	if c, err := link.Verify(onward); err == nil {
+		t.Errorf("a service token passed on was accepted as %+v", c)
 	}
+}
+
+func mustSign(t *testing.T, gw *Keys, audience string) string {
+	t.Helper()
+	tok, err := gw.SignCaller(Anonymous, audience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
 
 // Only the gateway names callers: a service signing caller claims with its own key is
@@ -221,11 +267,93 @@ func TestNewKeysRefusesMismatchedMaterial(t *testing.T) {
 		"certificates and text":   {"link", set.Keys["link"], set.Certs + "trailing"},
 		"no certificates":         {"link", set.Keys["link"], ""},
 		"a certificate as key":    {"link", set.Certs, set.Certs},
+		"text before the key":     {"link", "junk\n" + set.Keys["link"], set.Certs},
+		"two keys":                {"link", set.Keys["link"] + set.Keys["link"], set.Certs},
+		"text before a cert":      {"link", set.Keys["link"], "junk\n" + set.Certs},
+		"text between certs":      {"link", set.Keys["link"], gwOnly.Certs + "junk\n" + set.Certs},
+		"a damaged cert first":    {"link", set.Keys["link"], strings.Replace(set.Certs, "-----\nMI", "-----\n!!", 1)},
+		"a cut-off cert":          {"link", set.Keys["link"], set.Certs + gwOnly.Certs[:40]},
+		"unknown service":         {"link", set.Keys["link"], set.Certs + mustSet(t, "intruder").Certs},
+		"two services, one key":   {"link", set.Keys["link"], withoutQuota(t, set.Certs) + sameKeyCert(t, set.Keys["gateway"])},
 	}
 	for name, c := range cases {
 		if _, err := NewKeys(c[0], c[1], c[2]); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+func mustSet(t *testing.T, names ...string) KeySet {
+	t.Helper()
+	set, err := GenerateKeySet(names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// sameKeyCert is a certificate for a known service, other than the gateway, that carries the
+// gateway's public key.
+func sameKeyCert(t *testing.T, gatewayKey string) string {
+	t.Helper()
+	priv, err := ParsePrivateKey(gatewayKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "quota"}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, priv.Public(), priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
+
+// withoutQuota is the bundle certs without quota's certificate.
+func withoutQuota(t *testing.T, certs string) string {
+	t.Helper()
+	var out []byte
+	rest := []byte(certs)
+	for {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			return string(out)
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Subject.CommonName != "quota" {
+			out = append(out, pem.EncodeToMemory(b)...)
+		}
+	}
+}
+
+// The User-Agent a token carries is valid UTF-8 of at most MaxUserAgent bytes, cut on a
+// character boundary; a gateway token carrying anything else is refused.
+func TestUserAgentClipped(t *testing.T) {
+	long := strings.Repeat("é", MaxUserAgent) // 2 bytes each
+	for in, want := range map[string]string{
+		"curl/8":                               "curl/8",
+		"bad\xff\xfebytes":                     "bad\uFFFDbytes",
+		long:                                   long[:MaxUserAgent],
+		"x" + long:                             "x" + long[:MaxUserAgent-2],
+		strings.Repeat("\xff", 2*MaxUserAgent): "\uFFFD",
+	} {
+		got := ClipUserAgent(in)
+		if got != want || len(got) > MaxUserAgent || !utf8.ValidString(got) {
+			t.Errorf("ClipUserAgent(%.20q) = %.20q (%d bytes), want %.20q", in, got, len(got), want)
+		}
+	}
+	gw, link := keysOf(t, Gateway), keysOf(t, "link")
+	tok, _ := gw.SignCaller(Caller{UserID: "u1", Role: RoleUser, UserAgent: "x" + long}, "link")
+	if c, err := link.Verify(tok); err != nil || c.UserAgent != "x"+long[:MaxUserAgent-2] {
+		t.Fatalf("Verify = %.30q, %v", c.UserAgent, err)
+	}
+	priv, _ := ParsePrivateKey(set.Keys[Gateway])
+	raw, _ := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{"role": "user", "sub": "u1", "iss": Gateway, "aud": "link",
+		"ua": strings.Repeat("a", MaxUserAgent+1), "iat": time.Now().Unix(), "exp": time.Now().Add(time.Minute).Unix()}).SignedString(priv)
+	if _, err := link.Verify(raw); err == nil {
+		t.Error("a User-Agent over the limit was accepted")
 	}
 }
 
@@ -241,15 +369,21 @@ func TestReadsOpenSSLAndHelmMaterial(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, err := NewKeys(Gateway, string(key), string(cert))
-		if err != nil {
-			t.Fatalf("%s: %v", maker, err)
-		}
-		tok, err := k.SignCaller(Anonymous, Gateway)
+		// The gateway's material from the fixture, link's made here.
+		linkSet, err := GenerateKeySet("link")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k.Verify(tok); err != nil {
+		bundle := string(cert) + linkSet.Certs
+		gw, err := NewKeys(Gateway, string(key), bundle)
+		if err != nil {
+			t.Fatalf("%s: %v", maker, err)
+		}
+		link, err := NewKeys("link", linkSet.Keys["link"], bundle)
+		if err != nil {
+			t.Fatalf("%s: %v", maker, err)
+		}
+		if _, err := link.Verify(mustSign(t, gw, "link")); err != nil {
 			t.Errorf("%s: %v", maker, err)
 		}
 	}
@@ -264,6 +398,9 @@ func TestRequire(t *testing.T) {
 		return c.Status(status).SendString(msg)
 	}})
 	app.Get("/x", Require(mod, "link"), func(c *fiber.Ctx) error {
+		if CallerOf(c).Role == RoleService {
+			return c.SendString(CallerOf(c).Role + "|" + CallerOf(c).Service + "|")
+		}
 		onward, err := TokenFor(c.UserContext(), "quota")
 		if err != nil {
 			return err

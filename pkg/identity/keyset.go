@@ -55,13 +55,16 @@ func GenerateKeySet(services ...string) (KeySet, error) {
 }
 
 // ParsePrivateKey reads an Ed25519 private key in PKCS #8 PEM (as `openssl genpkey -algorithm
-// ed25519` and Helm's genPrivateKey "ed25519" write it).
+// ed25519` and Helm's genPrivateKey "ed25519" write it): one block and nothing else.
 func ParsePrivateKey(s string) (ed25519.PrivateKey, error) {
-	block, rest := pem.Decode([]byte(s))
-	if block == nil || block.Type != "PRIVATE KEY" || len(bytes.TrimSpace(rest)) != 0 {
+	blocks, err := pemBlocks(s)
+	if err != nil {
+		return nil, fmt.Errorf("internal key: %w", err)
+	}
+	if len(blocks) != 1 || blocks[0].Type != "PRIVATE KEY" {
 		return nil, errors.New("internal key: want exactly one PEM block of type PRIVATE KEY")
 	}
-	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	key, err := x509.ParsePKCS8PrivateKey(blocks[0].Bytes)
 	if err != nil {
 		return nil, fmt.Errorf("internal key: %w", err)
 	}
@@ -73,19 +76,21 @@ func ParsePrivateKey(s string) (ed25519.PrivateKey, error) {
 }
 
 // ParseCertificates reads a PEM bundle of certificates, one per service, each naming its
-// service in its subject's common name and carrying its Ed25519 public key, and returns the
-// public keys by service. Validity dates and issuers are not checked: the bundle is
-// configuration, trusted as a whole, and a certificate is only the conventional container of a
-// named public key that `openssl req -x509` and Helm's genSelfSignedCertWithKey both write.
+// service (one of Calls) in its subject's common name and carrying its Ed25519 public key, and
+// returns the public keys by service. Validity dates and issuers are not checked: the bundle
+// is configuration, trusted as a whole, and a certificate is only the conventional container
+// of a named public key that `openssl req -x509` and Helm's genSelfSignedCertWithKey both
+// write. Two services sharing a key are refused: whoever held the gateway's could name callers.
 func ParseCertificates(s string) (map[string]ed25519.PublicKey, error) {
+	blocks, err := pemBlocks(s)
+	if err != nil {
+		return nil, fmt.Errorf("internal certificates: %w", err)
+	}
+	if len(blocks) == 0 {
+		return nil, errors.New("internal certificates: none found")
+	}
 	pubs := make(map[string]ed25519.PublicKey)
-	rest := []byte(s)
-	for {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
+	for _, block := range blocks {
 		if block.Type != "CERTIFICATE" {
 			return nil, fmt.Errorf("internal certificates: unexpected PEM block %q", block.Type)
 		}
@@ -94,23 +99,55 @@ func ParseCertificates(s string) (map[string]ed25519.PublicKey, error) {
 			return nil, fmt.Errorf("internal certificates: %w", err)
 		}
 		name := cert.Subject.CommonName
+		if _, known := Calls[name]; !known {
+			return nil, fmt.Errorf("internal certificates: %q names no service", name)
+		}
 		pub, ok := cert.PublicKey.(ed25519.PublicKey)
 		if !ok {
 			return nil, fmt.Errorf("internal certificates: %q carries a %T, not an Ed25519 key", name, cert.PublicKey)
 		}
-		if name == "" {
-			return nil, errors.New("internal certificates: a certificate without a common name")
-		}
 		if _, dup := pubs[name]; dup {
 			return nil, fmt.Errorf("internal certificates: two for %q", name)
 		}
+		for other, p := range pubs {
+			if p.Equal(pub) {
+				return nil, fmt.Errorf("internal certificates: %q and %q share a key", other, name)
+			}
+		}
 		pubs[name] = pub
 	}
-	if len(bytes.TrimSpace(rest)) != 0 {
-		return nil, errors.New("internal certificates: text that is not PEM")
-	}
-	if len(pubs) == 0 {
-		return nil, errors.New("internal certificates: none found")
-	}
 	return pubs, nil
+}
+
+// pemBlocks decodes s as PEM blocks with nothing but white space around and between them:
+// pem.Decode alone skips text before a block and a malformed block before a good one, which
+// would drop a damaged entry without a word.
+func pemBlocks(s string) ([]*pem.Block, error) {
+	var blocks []*pem.Block
+	rest := []byte(s)
+	for {
+		rest = bytes.TrimLeft(rest, " \t\r\n")
+		if len(rest) == 0 {
+			return blocks, nil
+		}
+		if !bytes.HasPrefix(rest, []byte("-----BEGIN ")) {
+			return nil, errors.New("text that is not PEM")
+		}
+		// The block ends at the first END line; decoding only that much cannot skip ahead.
+		end := bytes.Index(rest, []byte("\n-----END "))
+		if end < 0 {
+			return nil, errors.New("a PEM block without its END line")
+		}
+		lineEnd := bytes.IndexByte(rest[end+1:], '\n')
+		if lineEnd < 0 {
+			lineEnd = len(rest) - end - 1
+		}
+		chunk := rest[:end+1+lineEnd]
+		block, left := pem.Decode(chunk)
+		if block == nil || len(bytes.TrimSpace(left)) != 0 {
+			return nil, errors.New("a malformed PEM block")
+		}
+		blocks = append(blocks, block)
+		rest = rest[len(chunk):]
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
 const configImport = "github.com/linkmesh/linkmesh/pkg/config"
@@ -308,6 +310,14 @@ func TestCallGraphFromCode(t *testing.T) {
 		t.Fatal("no env.Peer calls found in services/*/internal/app: the parser no longer matches the code")
 	}
 	t.Logf("call graph from the code: %v", graph)
+	// Internal tokens are accepted only along the call graph identity knows: it must be the
+	// code's, or a call the code makes would be refused (or one it never makes let through).
+	for _, svc := range services {
+		want := slices.Sorted(slices.Values(identity.Calls[svc]))
+		if got := graph[svc]; !slices.Equal(got, want) && len(got)+len(want) > 0 {
+			t.Errorf("%s calls %v in the code, identity.Calls says %v", svc, got, want)
+		}
+	}
 }
 
 // The README's peer row says the same as the code.

@@ -19,11 +19,13 @@ import (
 // Register mounts the internal routes on app, all behind the internal token.
 func Register(app *fiber.App, keys *identity.Keys, st *store.Store, now func() time.Time) {
 	h := handlers{st: st, now: now}
-	g := app.Group("/internal/analytics", identity.Require(keys, config.Link))
-	g.Get("/links/:id", h.link)
-	g.Post("/counts", h.counts)
-	g.Get("/totals", h.totals)
-	g.Delete("/links/:id", h.purge)
+	caller := identity.Require(keys)
+	g := app.Group("/internal/analytics")
+	g.Get("/links/:id", caller, h.link)
+	g.Post("/counts", caller, h.counts)
+	g.Get("/totals", caller, h.totals)
+	// The link service acts as itself here, finishing a permanent deletion.
+	g.Delete("/links/:id", identity.Require(keys, config.Link), h.purge)
 }
 
 type handlers struct {

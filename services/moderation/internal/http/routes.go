@@ -13,20 +13,23 @@ import (
 	"github.com/linkmesh/linkmesh/services/moderation/internal/requests"
 )
 
-// Register mounts the internal routes on app, all behind the internal token.
+// Register mounts the internal routes on app, all behind the internal token. The link
+// service may act as itself on the two routes that finish a permanent deletion, and on no
+// other.
 func Register(app *fiber.App, keys *identity.Keys, svc *requests.Service) {
 	h := handlers{svc: svc}
-	g := app.Group("/internal/moderation", identity.Require(keys, config.Link))
-	g.Post("/links/:code/permanent-requests", h.file)
-	g.Get("/permanent-requests", h.list)
-	g.Post("/permanent-requests/:id/resolve", h.resolve)
-	g.Post("/reports", h.submit)
-	g.Get("/reports", h.reports)
-	g.Post("/reports/:id/resolve", h.resolveReport)
-	g.Delete("/links/:id/reports", h.deleteReports)
-	g.Post("/audit", h.record)
-	g.Get("/audit", h.auditLog)
-	g.Get("/overview", h.overview)
+	caller, callerOrLink := identity.Require(keys), identity.Require(keys, config.Link)
+	g := app.Group("/internal/moderation")
+	g.Post("/links/:code/permanent-requests", caller, h.file)
+	g.Get("/permanent-requests", caller, h.list)
+	g.Post("/permanent-requests/:id/resolve", caller, h.resolve)
+	g.Post("/reports", caller, h.submit)
+	g.Get("/reports", caller, h.reports)
+	g.Post("/reports/:id/resolve", caller, h.resolveReport)
+	g.Delete("/links/:id/reports", callerOrLink, h.deleteReports)
+	g.Post("/audit", callerOrLink, h.record)
+	g.Get("/audit", caller, h.auditLog)
+	g.Get("/overview", caller, h.overview)
 }
 
 func query(c *fiber.Ctx) func(string) string {

@@ -36,8 +36,12 @@ func (s *Service) Record(ctx context.Context, caller identity.Caller, rec modera
 	actor := moderation.AuditActor{ID: caller.UserID, IPHash: caller.IPHash, UserAgent: caller.UserAgent}
 	switch {
 	case caller.IsService(config.Link):
+		// Only the entry of the deletion it finishes, under the id that deletion uses.
+		if rec.Action != moderation.AuditLinkDelete || rec.TargetType != moderation.TargetLink || rec.ID != "link.delete:"+rec.TargetID {
+			return errs.Forbidden("moderator role required")
+		}
 		if rec.Actor == nil || rec.Actor.ID == "" || len(rec.Actor.ID) > 200 || len(rec.Actor.IPHash) > 128 ||
-			len(rec.Actor.UserAgent) > identity.MaxUserAgent {
+			len(rec.Actor.UserAgent) > identity.MaxUserAgent || !utf8.ValidString(rec.Actor.ID+rec.Actor.IPHash+rec.Actor.UserAgent) {
 			return errs.Invalid("actor must name who took the action")
 		}
 		actor = *rec.Actor

@@ -193,12 +193,16 @@ func TestRecordAudit(t *testing.T) {
 	// The link service acting as itself names the moderator who started the deletion it
 	// finishes; it must name one, and no other service may.
 	linkSvc := identity.Caller{Role: identity.RoleService, Service: "link"}
-	named.ID, named.Action, named.TargetType = "a3", moderation.AuditLinkDelete, moderation.TargetLink
 	named.Actor = &moderation.AuditActor{ID: "m7", IPHash: "ip-m7", UserAgent: "ua7"}
+	// Not a record of a link deletion, or not under the id a deletion uses: refused.
+	wantErr(t, s.Record(ctx, linkSvc, named), errs.KindForbidden, "moderator role required")
+	named.ID, named.Action, named.TargetType, named.TargetID = "a3", moderation.AuditLinkDelete, moderation.TargetLink, "l9"
+	wantErr(t, s.Record(ctx, linkSvc, named), errs.KindForbidden, "moderator role required")
+	named.ID = "link.delete:l9"
 	if err := s.Record(ctx, linkSvc, named); err != nil {
 		t.Fatal(err)
 	}
-	if e := st.audit["a3"]; e.ActorID != "m7" || e.IPHash != "ip-m7" || e.UserAgent != "ua7" {
+	if e := st.audit["link.delete:l9"]; e.ActorID != "m7" || e.IPHash != "ip-m7" || e.UserAgent != "ua7" {
 		t.Fatalf("entry %+v: the link service names the actor", e)
 	}
 	named.Actor = nil

@@ -25,7 +25,8 @@ type service struct {
 	*testenv.Booted
 	base   string
 	client *quota.Client
-	token  string // a token the gateway addresses to quota for an anonymous caller
+	token  string // a token addressed to quota for an anonymous caller
+	anon   context.Context
 	logs   *testenv.LogBuffer
 }
 
@@ -38,21 +39,15 @@ func boot(t *testing.T) *service {
 		cfg.AnonQuota, cfg.AnonWindow, cfg.LoginMaxFailures, cfg.LoginWindow = 2, time.Hour, 3, 15*time.Minute
 		cfg.LoginMaxFailuresPerEmail = 5
 	})
-	token, err := b.Keys.SignCaller(identity.Anonymous, pkgconfig.Quota)
+	token, err := identity.TokenFor(b.Anonymous(t), pkgconfig.Quota)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hc := httpclient.New(httpclient.Options{Service: "quota", BaseURL: b.URL})
-	return &service{Booted: b, base: b.URL, client: quota.New(hc), token: token, logs: b.Logs}
+	return &service{Booted: b, base: b.URL, client: quota.New(hc), token: token, anon: b.Anonymous(t), logs: b.Logs}
 }
 
-func (s *service) ctx() context.Context {
-	ctx, err := s.Keys.WithCaller(context.Background(), identity.Anonymous)
-	if err != nil {
-		panic(err)
-	}
-	return ctx
-}
+func (s *service) ctx() context.Context { return s.anon }
 
 // post sends a raw body with token (none when empty), for what the typed client cannot send.
 func (s *service) post(t *testing.T, path, token string, body []byte) (int, string) {

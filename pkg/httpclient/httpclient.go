@@ -19,6 +19,7 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/pkg/telemetry"
 )
 
@@ -142,6 +143,10 @@ func (c *Client) Do(ctx context.Context, req Request, out any) error {
 	hr.Header.Set("Accept", "application/json")
 	if body != nil {
 		hr.Header.Set("Content-Type", "application/json")
+	}
+	// The peer stops working when we stop waiting.
+	if dl, ok := ctx.Deadline(); ok {
+		hr.Header.Set(server.TimeoutHeader, strconv.FormatInt(max(time.Until(dl).Milliseconds(), 1), 10))
 	}
 	if req.IdempotencyKey != "" {
 		hr.Header.Set("Idempotency-Key", req.IdempotencyKey)

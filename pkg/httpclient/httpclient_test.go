@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/server"
 )
 
 func newClient(url string) *Client {
@@ -51,9 +53,9 @@ func TestRetriesOnlyIdempotentCalls(t *testing.T) {
 }
 
 func TestDecodesPeerEnvelopeAndCarriesToken(t *testing.T) {
-	var gotAuth, gotKey string
+	var gotAuth, gotKey, gotTimeout string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotAuth, gotKey = r.Header.Get("Authorization"), r.Header.Get("Idempotency-Key")
+		gotAuth, gotKey, gotTimeout = r.Header.Get("Authorization"), r.Header.Get("Idempotency-Key"), r.Header.Get(server.TimeoutHeader)
 		switch r.URL.Path {
 		case "/limited":
 			w.Header().Set("Retry-After", "42")
@@ -68,12 +70,14 @@ func TestDecodesPeerEnvelopeAndCarriesToken(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := newClient(srv.URL)
-	set, err := identity.GenerateKeySet(identity.Gateway, "peer")
+	// The peer stands for link, a service the gateway calls.
+	c.service = "link"
+	set, err := identity.GenerateKeySet(identity.Gateway, "link")
 	if err != nil {
 		t.Fatal(err)
 	}
 	gw, _ := identity.NewKeys(identity.Gateway, set.Keys[identity.Gateway], set.Certs)
-	peer, _ := identity.NewKeys("peer", set.Keys["peer"], set.Certs)
+	peer, _ := identity.NewKeys("link", set.Keys["link"], set.Certs)
 	ctx, err := gw.WithCaller(context.Background(), identity.Caller{UserID: "u7", Role: identity.RoleUser})
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +88,10 @@ func TestDecodesPeerEnvelopeAndCarriesToken(t *testing.T) {
 		t.Fatalf("ok: %v %+v", err, out)
 	}
 	// The call carries a token addressed to the peer, for the caller of ctx.
+	// The peer learns how long we wait: at most the client's 3 s.
+	if ms, err := strconv.Atoi(gotTimeout); err != nil || ms < 2000 || ms > 3000 {
+		t.Fatalf("%s = %q", server.TimeoutHeader, gotTimeout)
+	}
 	tok, _ := strings.CutPrefix(gotAuth, "Bearer ")
 	if caller, err := peer.Verify(tok); err != nil || caller.UserID != "u7" {
 		t.Fatalf("Authorization %q: %+v, %v", gotAuth, caller, err)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -76,6 +77,7 @@ func New(opts Options) *Server {
 	}
 	s.app.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: s.logPanic}))
 	s.app.Use(RequestID())
+	s.app.Use("/internal", deadline)
 	s.app.Get("/healthz", func(c *fiber.Ctx) error { return ok(c) })
 	s.app.Get("/readyz", s.readyz)
 	// With tracing off the middleware would still build span attributes on every request;
@@ -91,6 +93,28 @@ func New(opts Options) *Server {
 		))
 	}
 	return s
+}
+
+// TimeoutHeader carries, on an internal call, how many milliseconds the caller will wait for
+// the answer; the callee gives up its work when they are over, so nothing keeps running (and
+// holding a database connection) for an answer no one will read.
+const TimeoutHeader = "Linkmesh-Timeout"
+
+// MaxInternalRequest bounds the work of every internal request, whatever the caller asks.
+const MaxInternalRequest = 30 * time.Second
+
+// deadline bounds an internal request's context by the caller's TimeoutHeader, at most
+// MaxInternalRequest. Public routes never read the header: a client must not choose how long
+// the system works for it.
+func deadline(c *fiber.Ctx) error {
+	d := MaxInternalRequest
+	if ms, err := strconv.ParseInt(c.Get(TimeoutHeader), 10, 64); err == nil && ms > 0 && ms < d.Milliseconds() {
+		d = time.Duration(ms) * time.Millisecond
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), d)
+	defer cancel()
+	c.SetUserContext(ctx)
+	return c.Next()
 }
 
 func isNoop(tp trace.TracerProvider) bool {

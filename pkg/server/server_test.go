@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -286,5 +287,47 @@ func TestEdgeFailures(t *testing.T) {
 	}
 	if resp, _ := oversized(t, ln.Addr().String(), "/json"); resp.StatusCode != 413 || resp.Header.Get("X-Request-Id") == "" {
 		t.Fatalf("413 without request id: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// An internal request's work is bounded by how long its caller waits (TimeoutHeader), at most
+// MaxInternalRequest; a public route's never reads the header.
+func TestInternalRequestDeadline(t *testing.T) {
+	s := newTestServer(nil)
+	left := func(c *fiber.Ctx) error {
+		dl, ok := c.UserContext().Deadline()
+		if !ok {
+			return c.SendString("none")
+		}
+		return c.SendString(strconv.FormatInt(time.Until(dl).Milliseconds(), 10))
+	}
+	s.App().Get("/internal/x", left)
+	s.App().Get("/public", left)
+	for _, tc := range []struct {
+		path, header string
+		min, max     int64 // milliseconds left; -1: no deadline
+	}{
+		{"/internal/x", "250", 150, 250},
+		{"/internal/x", "", MaxInternalRequest.Milliseconds() - 1000, MaxInternalRequest.Milliseconds()},
+		{"/internal/x", "999999999", MaxInternalRequest.Milliseconds() - 1000, MaxInternalRequest.Milliseconds()},
+		{"/internal/x", "-5", MaxInternalRequest.Milliseconds() - 1000, MaxInternalRequest.Milliseconds()},
+		{"/internal/x", "soon", MaxInternalRequest.Milliseconds() - 1000, MaxInternalRequest.Milliseconds()},
+		{"/public", "250", -1, -1},
+	} {
+		req := httptest.NewRequest("GET", tc.path, nil)
+		if tc.header != "" {
+			req.Header.Set(TimeoutHeader, tc.header)
+		}
+		_, body := do(t, s, req)
+		if tc.min < 0 {
+			if body != "none" {
+				t.Errorf("%s with %q: deadline in %s ms", tc.path, tc.header, body)
+			}
+			continue
+		}
+		ms, err := strconv.ParseInt(body, 10, 64)
+		if err != nil || ms < tc.min || ms > tc.max {
+			t.Errorf("%s with %q: %s ms left, want %d..%d", tc.path, tc.header, body, tc.min, tc.max)
+		}
 	}
 }

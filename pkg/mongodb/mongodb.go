@@ -11,14 +11,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+// MaxConnIdle is how long a pooled connection may stay unused before it is closed, unless the
+// URI sets maxIdleTimeMS.
+const MaxConnIdle = time.Minute
+
 // Connect opens a client for uri, traced with tp, and returns the named database. It fails if
 // the server does not answer a ping within 10 seconds.
 func Connect(ctx context.Context, uri, database string, tp trace.TracerProvider) (*mongo.Client, *mongo.Database, error) {
-	opts := options.Client().ApplyURI(uri).
-		SetMonitor(NewTracer(tp)).
-		SetServerSelectionTimeout(5 * time.Second).
-		SetConnectTimeout(5 * time.Second)
-	client, err := mongo.Connect(opts)
+	client, err := mongo.Connect(clientOptions(uri, tp))
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect mongodb: %w", err)
 	}
@@ -29,6 +29,20 @@ func Connect(ctx context.Context, uri, database string, tp trace.TracerProvider)
 		return nil, nil, fmt.Errorf("ping mongodb: %w", err)
 	}
 	return client, client.Database(database), nil
+}
+
+// clientOptions are the options of every client: the URI's, with bounded server selection and
+// connection set-up, and idle connections closed after MaxConnIdle — connections opened for a
+// burst, or kept through an outage, so that the pool shrinks back to what the load needs.
+func clientOptions(uri string, tp trace.TracerProvider) *options.ClientOptions {
+	opts := options.Client().ApplyURI(uri).
+		SetMonitor(NewTracer(tp)).
+		SetServerSelectionTimeout(5 * time.Second).
+		SetConnectTimeout(5 * time.Second)
+	if opts.MaxConnIdleTime == nil {
+		opts.SetMaxConnIdleTime(MaxConnIdle)
+	}
+	return opts
 }
 
 // Index is one index a store needs.

@@ -66,8 +66,11 @@ func fromDriver(err error) bool {
 		sel  topology.ServerSelectionError
 		conn topology.ConnectionError
 		srv  mongo.ServerError
+		// No connection came free of the pool in time: every one is stuck on a server that
+		// stopped answering.
+		wait topology.WaitQueueTimeoutError
 	)
-	return errors.As(err, &sel) || errors.As(err, &conn) || errors.As(err, &srv) ||
+	return errors.As(err, &sel) || errors.As(err, &conn) || errors.As(err, &srv) || errors.As(err, &wait) ||
 		errors.Is(err, mongo.ErrClientDisconnected) || errors.Is(err, topology.ErrTopologyClosed)
 }
 

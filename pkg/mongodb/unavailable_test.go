@@ -38,6 +38,7 @@ func TestUnavailable(t *testing.T) {
 		{"server selection wrapped twice", fmt.Errorf("get link: %w", fmt.Errorf("find: %w", topology.ServerSelectionError{Wrapped: context.DeadlineExceeded})), true},
 		{"server selection timed out", topology.ServerSelectionError{Wrapped: context.DeadlineExceeded}, true},
 		{"server selection timed out, wrapped", fmt.Errorf("insert: %w", topology.ServerSelectionError{Wrapped: context.DeadlineExceeded}), true},
+		{"no pooled connection in time", fmt.Errorf("insert link: %w", topology.WaitQueueTimeoutError{Wrapped: context.DeadlineExceeded}), true},
 		{"client disconnected", mongo.ErrClientDisconnected, true},
 		{"topology closed", fmt.Errorf("x: %w", topology.ErrTopologyClosed), true},
 		{"network label", mongo.CommandError{Message: "connection reset", Labels: []string{"NetworkError"}}, true},
@@ -51,6 +52,7 @@ func TestUnavailable(t *testing.T) {
 
 		{"caller canceled", context.Canceled, false},
 		{"server selection canceled", topology.ServerSelectionError{Wrapped: context.Canceled}, false},
+		{"pool checkout canceled", topology.WaitQueueTimeoutError{Wrapped: context.Canceled}, false},
 		{"invalid read preference", topology.ServerSelectionError{Wrapped: errors.New("max staleness (1s) must be greater than or equal to 90s")}, false},
 		{"no documents", fmt.Errorf("find: %w", mongo.ErrNoDocuments), false},
 		{"duplicate key", fmt.Errorf("insert: %w", duplicate), false},

@@ -70,13 +70,17 @@ func (s *Store) changeOf(linkID string, rev int64, from, to string) changeDoc {
 // markDone says the write of change id happened. If it cannot, the folder finds out from
 // the link's revision once changeLease has passed.
 func (s *Store) markDone(ctx context.Context, id string) {
-	_, _ = s.changes.UpdateOne(context.WithoutCancel(ctx), bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "done", Value: true}}}})
+	ctx, cancel := afterwards(ctx)
+	defer cancel()
+	_, _ = s.changes.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "done", Value: true}}}})
 }
 
 // withdraw deletes the record of a write that did not happen; if that fails too, the folder
 // drops it once its lease has passed.
 func (s *Store) withdraw(ctx context.Context, id string) {
-	_, _ = s.changes.DeleteOne(context.WithoutCancel(ctx), bson.D{{Key: "_id", Value: id}})
+	ctx, cancel := afterwards(ctx)
+	defer cancel()
+	_, _ = s.changes.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
 }
 
 // revIs matches a link at revision rev (links stored before revisions read 0).

@@ -83,6 +83,16 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 		counts: db.Collection(countsCollection), now: time.Now}, nil
 }
 
+// recordTimeout bounds the bookkeeping of a write already made (recording its change into the
+// counters), which runs on even when the request's caller gave up.
+const recordTimeout = 5 * time.Second
+
+// afterwards is the context of such bookkeeping: ctx's values, not its end, and a bound of its
+// own.
+func afterwards(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+}
+
 // Insert stores l; links.ErrCodeTaken when its code exists. Its change into the counters is
 // recorded after the insert, already done: a creation is the hot path, and recording it
 // first would cost a third write (the mark). A process that dies between the two writes
@@ -99,7 +109,10 @@ func (s *Store) Insert(ctx context.Context, l links.Link) error {
 	}
 	c := s.changeOf(l.ID, 1, links.ClassNone, l.Class())
 	c.Done = true
-	if _, err := s.changes.InsertOne(context.WithoutCancel(ctx), c); err != nil && !mongo.IsDuplicateKeyError(err) {
+	// The link is stored: its change is recorded even if the caller stops waiting now.
+	rctx, cancel := afterwards(ctx)
+	defer cancel()
+	if _, err := s.changes.InsertOne(rctx, c); err != nil && !mongo.IsDuplicateKeyError(err) {
 		return fmt.Errorf("record link change: %w", err)
 	}
 	return nil

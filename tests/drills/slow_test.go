@@ -195,7 +195,9 @@ func timed(t *testing.T, rep *report, phase string, want int, owner map[string]s
 			if status >= 400 {
 				rep.figure(phase+" "+c.what+" answer", string(body))
 			}
-			if status != c.ok || took > c.bound+slack || (status >= 400 && !strings.HasPrefix(string(body), `{"error":"`)) {
+			if status != c.ok || took > c.bound+slack || (status >= 400 && !strings.HasPrefix(string(body), `{"error":"`)) ||
+				// Only MongoDB is slowed: an answer blaming Redis misleads whoever is on call.
+				strings.Contains(string(body), "redis") {
 				t.Errorf("%s: %s %s answered %d %s after %s, want %d within %s", phase, c.method, c.path, status, body, took.Round(time.Millisecond), c.ok, c.bound+slack)
 			}
 		})

@@ -116,16 +116,32 @@ func checkKeySet(t testing.TB, data map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for svc, k := range keys {
-		if svc == identity.Gateway {
+	// Every edge of the call graph carries the caller: the gateway's token to the services it
+	// calls, passed on by each of those to the services they call.
+	for _, first := range identity.Calls[identity.Gateway] {
+		tok, err := identity.TokenFor(ctx, first)
+		if err != nil {
+			t.Fatalf("gateway signs for %s: %v", first, err)
+		}
+		k, ok := keys[first]
+		if !ok {
 			continue
 		}
-		tok, err := identity.TokenFor(ctx, svc)
-		if err != nil {
-			t.Fatalf("gateway signs for %s: %v", svc, err)
-		}
 		if got, err := k.Verify(tok); err != nil || got.UserID != caller.UserID {
-			t.Errorf("%s: the gateway's token: %+v, %v", svc, got, err)
+			t.Errorf("%s: the gateway's token: %+v, %v", first, got, err)
+			continue
+		}
+		onward := k.Received(context.Background(), tok)
+		for _, next := range identity.Calls[first] {
+			tok, err := identity.TokenFor(onward, next)
+			if err != nil {
+				t.Fatalf("%s signs for %s: %v", first, next, err)
+			}
+			if k, ok := keys[next]; ok {
+				if got, err := k.Verify(tok); err != nil || got.UserID != caller.UserID {
+					t.Errorf("%s: the token %s passed on: %+v, %v", next, first, got, err)
+				}
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ package drills
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"testing"
@@ -52,7 +53,8 @@ func send(t *testing.T, base, method, path, body string, header map[string]strin
 // following a warm link on two gateways. Redirects keep answering; quotas are what they
 // were (the durable record in MongoDB); a delete after the restart reaches both gateways
 // within 1 s (pub/sub resubscribed by itself); the click stream's consumer resumes, and
-// every visit answered 302 is stored once.
+// every visit answered 302 is stored once, but for the clicks still unread on the stream when
+// Redis died.
 func TestRedisRestart(t *testing.T) {
 	ctx := context.Background()
 	rep := newReport(t)
@@ -74,11 +76,22 @@ func TestRedisRestart(t *testing.T) {
 	// Visitors follow the warm link throughout.
 	stop := follow(t, rep, "redirect", warm, gateways, 4, 10*time.Millisecond)
 	defer stop()
+	started := time.Now()
 	time.Sleep(time.Second)
-	// Clicks still on the stream, not yet read by the analytics service, go with Redis.
-	if lag, err := stack.MetricValue(ctx, svcs.MetricsURLs["analytics"], "linkmesh_stream_lag_entries"); err == nil {
-		rep.figure("clicks not yet read from the stream just before the kill", lag)
+	// Clicks still on the stream, not yet read by the analytics service, go with a Redis that
+	// comes back empty (production Redis keeps them: appendonly, see deploy/SCALING.md). So
+	// may those the gateways wrote there from lossWindow before this reading to the kill.
+	// Everything else — what the analytics service had read, what the gateways still held —
+	// must be stored.
+	before := rep.count("redirect", 302)
+	lag, err := stack.MetricValue(ctx, svcs.MetricsURLs["analytics"], "linkmesh_stream_lag_entries")
+	if err != nil {
+		t.Fatalf("stream lag before the kill: %v", err)
 	}
+	rate := float64(before) / time.Since(started).Seconds()
+	unread := int64(lag) + rep.count("redirect", 302) - before + int64(math.Ceil(rate*lossWindow.Seconds()))
+	rep.figure("clicks not yet read from the stream just before the kill", lag)
+	rep.figure("clicks Redis may take with it", unread)
 	down := time.Now()
 	if err := bench.Datastores.RestartRedis(ctx, 2*time.Second); err != nil {
 		t.Fatal(err)
@@ -120,11 +133,12 @@ func TestRedisRestart(t *testing.T) {
 		t.Errorf("warm redirects failed %d times while Redis restarted: %s", failed, how)
 	}
 
-	// Every visit answered 302 becomes exactly one click: the warm-up's and the load's.
+	// Every visit answered 302 becomes one click — the warm-up's and the load's — but for
+	// those Redis took with it; none twice.
 	want := rep.count("redirect", 302) + int64(len(gateways))
 	got := storedClicks(t, warm, want, 3*time.Minute, cookie)
 	rep.clicks(warm, want, got)
-	if got != want {
-		t.Errorf("%d visits answered 302 and %d clicks were stored", want, got)
+	if got > want || got < want-unread {
+		t.Errorf("%d visits answered 302 and %d clicks were stored; at most %d could go with Redis", want, got, unread)
 	}
 }

@@ -630,9 +630,15 @@ func startPodman(t *testing.T, img v1.Image, svc string, vars map[string]string)
 	}
 	id = lastLine(id)
 	t.Cleanup(func() { _, _ = podman("rmi", "-f", id) })
+	// Secrets go in a file, out of the process list; an env file holds one line per variable,
+	// so the multi-line ones (the PEM key and certificates) go as arguments.
 	envFile := filepath.Join(t.TempDir(), "env")
-	var lines []string
+	var lines, multiline []string
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		if strings.Contains(vars[k], "\n") {
+			multiline = append(multiline, "--env", k+"="+vars[k])
+			continue
+		}
 		lines = append(lines, k+"="+vars[k])
 	}
 	if err := os.WriteFile(envFile, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
@@ -642,7 +648,8 @@ func startPodman(t *testing.T, img v1.Image, svc string, vars map[string]string)
 	_, _ = podman("rm", "-f", name)
 	args := []string{"run", "-d", "--name", name, "--runtime", "runc", "--network", "host",
 		"--ulimit", "nofile=" + nofile() + ":" + nofile(), "--ulimit", "nproc=4096:4096",
-		"--env-file", envFile, id}
+		"--env-file", envFile}
+	args = append(append(args, multiline...), id)
 	if out, err := podman(args...); err != nil {
 		t.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

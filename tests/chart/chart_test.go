@@ -435,9 +435,8 @@ func TestSecretKeysPerService(t *testing.T) {
 	for _, name := range sortedNames(valueSets(t)) {
 		t.Run(name, func(t *testing.T) {
 			m := renderSet(t, name)
-			secretName := fullname
-			if s, _ := value(m.values, "secrets.existingSecret").(string); s != "" {
-				secretName = s
+			secretName := m.secretName()
+			if secretName != fullname {
 				if _, ok := m.find("Secret", fullname); ok {
 					t.Errorf("existingSecret set, but the chart still makes its own Secret")
 				}

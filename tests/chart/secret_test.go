@@ -50,6 +50,15 @@ func internalMaterial() []string {
 	return keys
 }
 
+// secretName is the Secret the services read: an existingSecret if the values name one, else
+// the chart's own.
+func (m manifests) secretName() string {
+	if s, _ := value(m.values, "secrets.existingSecret").(string); s != "" {
+		return s
+	}
+	return fullname
+}
+
 // secretOf is the data of the chart's Secret in m, decoded.
 func secretOf(t testing.TB, m manifests) map[string]string {
 	t.Helper()
@@ -300,10 +309,8 @@ func TestInternalKeyPerService(t *testing.T) {
 	for _, name := range sortedNames(valueSets(t)) {
 		t.Run(name, func(t *testing.T) {
 			m := renderSet(t, name)
-			secretName := fullname
-			if s, _ := value(m.values, "secrets.existingSecret").(string); s != "" {
-				secretName = s
-			} else {
+			secretName := m.secretName()
+			if secretName == fullname {
 				data := secretOf(t, m)
 				for _, k := range internalMaterial() {
 					if data[k] == "" {

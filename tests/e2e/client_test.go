@@ -2,11 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
 
 // noRedirect lets tests see the 302 itself.
@@ -35,27 +35,11 @@ func do(t *testing.T, method, path, body, ip string) response {
 // doWith sends a request with extra headers ("Cookie", "Origin", ...).
 func doWith(t *testing.T, method, path, body string, headers map[string]string) response {
 	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, gw+path, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
+	a, err := stack.Send(client, gw, method, path, body, headers)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return response{status: a.Status, header: a.Header, body: a.Body}
 }
 
 // object decodes a JSON object body.

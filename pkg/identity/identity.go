@@ -154,9 +154,6 @@ func NewKeys(self, privateKeyPEM, certsPEM string) (*Keys, error) {
 	return k, nil
 }
 
-// Service is the name of the service these keys belong to.
-func (k *Keys) Service() string { return k.self }
-
 // sign issues cl from this service to audience, valid for TTL.
 func (k *Keys) sign(cl claims, audience string) (string, error) {
 	now := k.now()
@@ -181,14 +178,14 @@ func (k *Keys) SignCaller(c Caller, audience string) (string, error) {
 	if !userRoles[role] || (c.UserID == "") != (role == RoleAnonymous) {
 		return "", fmt.Errorf("sign internal token: inconsistent user %q and role %q", c.UserID, role)
 	}
-	return k.sign(claims{Role: role, Status: c.Status, IPHash: c.IPHash, UserAgent: ClipUserAgent(c.UserAgent), QuotaLimit: c.QuotaLimit,
+	return k.sign(claims{Role: role, Status: c.Status, IPHash: c.IPHash, UserAgent: clipUserAgent(c.UserAgent), QuotaLimit: c.QuotaLimit,
 		RegisteredClaims: jwt.RegisteredClaims{Subject: c.UserID}}, audience)
 }
 
-// ClipUserAgent makes ua valid UTF-8 (each invalid run becomes U+FFFD) and cuts it, on a
+// clipUserAgent makes ua valid UTF-8 (each invalid run becomes U+FFFD) and cuts it, on a
 // character boundary, to at most MaxUserAgent bytes: what a token carries and an audit entry
 // keeps.
-func ClipUserAgent(ua string) string {
+func clipUserAgent(ua string) string {
 	ua = strings.ToValidUTF8(ua, "\uFFFD")
 	if len(ua) <= MaxUserAgent {
 		return ua

@@ -339,9 +339,9 @@ func TestUserAgentClipped(t *testing.T) {
 		"x" + long:                             "x" + long[:MaxUserAgent-2],
 		strings.Repeat("\xff", 2*MaxUserAgent): "\uFFFD",
 	} {
-		got := ClipUserAgent(in)
+		got := clipUserAgent(in)
 		if got != want || len(got) > MaxUserAgent || !utf8.ValidString(got) {
-			t.Errorf("ClipUserAgent(%.20q) = %.20q (%d bytes), want %.20q", in, got, len(got), want)
+			t.Errorf("clipUserAgent(%.20q) = %.20q (%d bytes), want %.20q", in, got, len(got), want)
 		}
 	}
 	gw, link := keysOf(t, Gateway), keysOf(t, "link")

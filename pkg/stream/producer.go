@@ -52,6 +52,9 @@ type Producer struct {
 	stopped bool
 
 	sent, dropped, failed, held atomic.Int64
+	// accepted counts the entries Enqueue took; settled, the first of them, in the order
+	// taken, that are all written.
+	accepted, settled atomic.Int64
 	drops, errs                 *logging.Limiter
 }
 
@@ -118,6 +121,7 @@ func (p *Producer) EnqueueOwned(entry map[string]string) bool {
 	}
 	select {
 	case p.queue <- entry:
+		p.accepted.Add(1)
 		return true
 	default:
 		p.drop("queue full")
@@ -140,6 +144,15 @@ func (p *Producer) Dropped() int64 { return p.dropped.Load() }
 
 // Failed counts the entries accepted but not written before the drain deadline.
 func (p *Producer) Failed() int64 { return p.failed.Load() }
+
+// Accepted counts the entries Enqueue took.
+func (p *Producer) Accepted() int64 { return p.accepted.Load() }
+
+// Settled counts the entries written in the order Enqueue took them: when Settled is n,
+// the first n entries accepted are all on the stream. An entry given up at shutdown never
+// settles, nor does any after it. With Accepted read after an Enqueue, it tells a caller
+// that keeps its own copy of the entries when it may let them go.
+func (p *Producer) Settled() int64 { return p.settled.Load() }
 
 // Capacity is how many entries the queue holds.
 func (p *Producer) Capacity() int64 { return int64(p.opts.QueueSize) }
@@ -169,7 +182,10 @@ func (p *Producer) Run(ctx context.Context) {
 			}
 		}
 		if ctx.Err() == nil {
-			batch = p.flush(ctx, batch)
+			n := len(batch)
+			if batch = p.flush(ctx, batch); len(batch) == 0 {
+				p.settled.Add(int64(n)) // flush keeps a batch until all of it is written
+			}
 		}
 		if ctx.Err() != nil {
 			p.drain(ctx, batch)
@@ -208,13 +224,18 @@ func (p *Producer) drain(ctx context.Context, batch []map[string]string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.DrainTimeout)
 	defer cancel()
 	bo := backoff{min: p.opts.Backoff, max: p.opts.MaxBackoff}
+	inOrder := true // every chunk so far written whole, and so settled
 	for len(batch) > 0 {
 		chunk := batch[:min(len(batch), p.opts.BatchSize)]
 		rest, err := p.write(ctx, chunk)
 		if err == nil {
+			if inOrder {
+				p.settled.Add(int64(len(chunk)))
+			}
 			batch = batch[len(chunk):]
 			continue
 		}
+		inOrder = false
 		batch = append(rest, batch[len(chunk):]...)
 		p.warn(ctx, err, len(batch))
 		if !sleep(ctx, bo.next()) {

@@ -40,6 +40,9 @@ func TestProducerDropsWhenFullAndFlushesWhenStopped(t *testing.T) {
 	if got := xlen(t, rdb, s); got != 10 || p.Sent() != 10 || p.Pending() != 0 || p.Failed() != 0 {
 		t.Errorf("stream holds %d, sent %d, pending %d, failed %d; want all 10 accepted written", got, p.Sent(), p.Pending(), p.Failed())
 	}
+	if p.Accepted() != 10 || p.Settled() != 10 {
+		t.Errorf("accepted %d, settled %d; want 10 and 10", p.Accepted(), p.Settled())
+	}
 	if p.Enqueue(entry(99)) || p.Dropped() != 3 {
 		t.Errorf("after Run returned, Enqueue accepted or did not count the drop (dropped %d)", p.Dropped())
 	}
@@ -76,6 +79,11 @@ func TestProducerKeepsItsBatchWhileRedisIsDown(t *testing.T) {
 	px.setCut(true)
 	p := newProducer(t, behind, stream.ProducerOptions{Stream: s, QueueSize: queue, BatchSize: batch, FlushInterval: time.Hour})
 	run(t, p.Run)
+	defer func() {
+		if p.Settled() != p.Accepted() || p.Accepted() != queue+batch {
+			t.Errorf("accepted %d, settled %d; want %d each once written", p.Accepted(), p.Settled(), queue+batch)
+		}
+	}()
 
 	// Run holds one full batch while it retries, so the queue behind it fills; then Enqueue
 	// drops. (Drops before Run took the first batch are counted too, just not needed here.)
@@ -88,7 +96,7 @@ func TestProducerKeepsItsBatchWhileRedisIsDown(t *testing.T) {
 		return accepted == queue+batch
 	})
 	px.setCut(false)
-	eventually(t, "the held batch and the queue written", func() bool { return p.Sent() == queue+batch })
+	eventually(t, "the held batch and the queue written", func() bool { return p.Sent() == queue+batch && p.Settled() == queue+batch })
 	if got := xlen(t, rdb, s); got != queue+batch || p.Failed() != 0 || p.Dropped() == 0 {
 		t.Errorf("stream holds %d, failed %d, dropped %d; want %d written and the drops counted", got, p.Failed(), p.Dropped(), queue+batch)
 	}
@@ -104,8 +112,9 @@ func TestProducerCountsWhatItCouldNotWriteAtShutdown(t *testing.T) {
 	stop := run(t, p.Run)
 	time.Sleep(200 * time.Millisecond)
 	stop()
-	if p.Sent() != 0 || p.Failed() != 3 || p.Pending() != 0 {
-		t.Errorf("sent %d, failed %d, pending %d; want the 3 accepted entries counted failed", p.Sent(), p.Failed(), p.Pending())
+	if p.Sent() != 0 || p.Failed() != 3 || p.Pending() != 0 || p.Accepted() != 3 || p.Settled() != 0 {
+		t.Errorf("sent %d, failed %d, pending %d, accepted %d, settled %d; want the 3 accepted entries counted failed and none settled",
+			p.Sent(), p.Failed(), p.Pending(), p.Accepted(), p.Settled())
 	}
 }
 

@@ -108,7 +108,7 @@ func TestMetricsOfEveryService(t *testing.T) {
 		t.Errorf("gateway counted %v redirects on route /:code, want ≥ 3", v)
 	}
 	for _, name := range []string{"linkmesh_redirect_cache_hits_total", "linkmesh_redirect_cache_misses_total", "linkmesh_redirect_cache_fills_total",
-		"linkmesh_redirect_cache_entries", "linkmesh_click_queue_depth", "linkmesh_click_queue_capacity", "linkmesh_clicks_enqueued_total",
+		"linkmesh_redirect_cache_entries", "linkmesh_click_queue_depth", "linkmesh_click_queue_capacity", "linkmesh_click_spool_bytes", "linkmesh_click_spool_capacity_bytes", "linkmesh_clicks_enqueued_total",
 		"linkmesh_clicks_dropped_total", "linkmesh_clicks_published_total"} {
 		if _, ok := value(gw, name, nil); !ok {
 			t.Errorf("gateway exposes no %s", name)

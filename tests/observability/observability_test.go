@@ -36,6 +36,8 @@ var exposed = map[string]string{
 	"linkmesh_redirect_cache_entries":         "gauge",
 	"linkmesh_click_queue_depth":              "gauge",
 	"linkmesh_click_queue_capacity":           "gauge",
+	"linkmesh_click_spool_bytes":              "gauge",
+	"linkmesh_click_spool_capacity_bytes":     "gauge",
 	"linkmesh_clicks_enqueued_total":          "counter",
 	"linkmesh_clicks_dropped_total":           "counter",
 	"linkmesh_clicks_published_total":         "counter",

@@ -13,7 +13,7 @@ gateway:
   calls: [auth, link, moderation]
   mongodb: false
   secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_IDENTITY_SECRET, LINKMESH_CAPTCHA_VERIFY_URL, LINKMESH_CAPTCHA_SECRET]
-  settings: [baseURL, trustedProxies, redirectCacheSize, clickQueue, geoipDB, cookieSecure]
+  settings: [baseURL, trustedProxies, redirectCacheSize, clickQueue, clickSpoolMB, geoipDB, cookieSecure]
 auth:
   calls: [quota, moderation, link]
   mongodb: true
@@ -58,6 +58,7 @@ baseURL: LINKMESH_BASE_URL
 trustedProxies: LINKMESH_TRUSTED_PROXIES
 redirectCacheSize: LINKMESH_REDIRECT_CACHE_SIZE
 clickQueue: LINKMESH_CLICK_QUEUE
+clickSpoolMB: LINKMESH_CLICK_SPOOL_MB
 geoipDB: LINKMESH_GEOIP_DB
 cookieSecure: LINKMESH_COOKIE_SECURE
 sessionTTL: LINKMESH_SESSION_TTL

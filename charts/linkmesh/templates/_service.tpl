@@ -29,6 +29,9 @@ LINKMESH_METRICS_ADDR: {{ printf "0.0.0.0:%d" (int $v.metrics.port) | quote }}
 {{ index $vars $key }}: {{ toString $value | quote }}
 {{- end }}
 {{- end }}
+{{- if eq .name "gateway" }}
+LINKMESH_CLICK_SPOOL: {{ include "linkmesh.clickSpoolDir" $root | printf "%s/clicks.spool" | quote }}
+{{- end }}
 {{- if $c.mongodb }}
 LINKMESH_MONGODB_DATABASE: {{ (index $v.services .name).mongodbDatabase | default (printf "linkmesh_%s" .name) | quote }}
 {{- end }}
@@ -302,6 +305,10 @@ spec:
           volumeMounts:
             - name: tmp
               mountPath: /tmp
+            {{- if eq .name "gateway" }}
+            - name: click-spool
+              mountPath: {{ include "linkmesh.clickSpoolDir" $root }}
+            {{- end }}
             {{- with $svc.extraVolumeMounts }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
@@ -310,9 +317,23 @@ spec:
         - name: tmp
           emptyDir:
             sizeLimit: 64Mi
+        {{- if eq .name "gateway" }}
+        # The visits answered and not yet on the clicks stream (LINKMESH_CLICK_SPOOL): in
+        # memory, since they hold client addresses, and kept when the container restarts, so
+        # a gateway killed by the OOM killer or a failed probe loses none of its clicks.
+        - name: click-spool
+          emptyDir:
+            medium: Memory
+            sizeLimit: {{ add (int $v.config.clickSpoolMB) 1 }}Mi
+        {{- end }}
         {{- with $svc.extraVolumes }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
+{{- end }}
+
+{{/* Where the gateway's click spool is mounted. */}}
+{{- define "linkmesh.clickSpoolDir" -}}
+/var/spool/linkmesh
 {{- end }}
 
 {{/* Pod and container security contexts, shared by the services and the test pod. */}}

@@ -17,6 +17,7 @@ const (
 	EnvInternalKey    = "LINKMESH_INTERNAL_KEY"
 	EnvInternalCerts  = "LINKMESH_INTERNAL_CERTS"
 	EnvIdentitySecret = "LINKMESH_IDENTITY_SECRET"
+	EnvClickSpool     = "LINKMESH_CLICK_SPOOL"
 )
 
 // ServiceNames returns the six services in start order: dependencies first,

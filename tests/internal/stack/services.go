@@ -38,6 +38,7 @@ type Services struct {
 	LogDir      string // where <svc>.log files are; empty: our stderr
 
 	logger   *slog.Logger
+	spoolDir string // the gateways' click spools, on a memory-backed file system when there is one
 	procs    map[string]*process
 	started  map[string]startedAs
 	stopOnce sync.Once
@@ -188,6 +189,13 @@ func (s *Services) startReplica(ctx context.Context, opts ServicesOptions, base 
 // startOne starts one service and waits for its readiness endpoint.
 func (s *Services) startOne(ctx context.Context, opts ServicesOptions, svc, binary string, env []string) error {
 	start := time.Now()
+	if binary == "gateway" && !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, EnvClickSpool+"=") }) {
+		path, err := s.spoolPath(svc)
+		if err != nil {
+			return err
+		}
+		env = append(slices.Clip(env), EnvClickSpool+"="+path)
+	}
 	if opts.Metrics {
 		port, err := freePort()
 		if err != nil {
@@ -221,6 +229,24 @@ func (s *Services) startOne(ctx context.Context, opts ServicesOptions, svc, bina
 	}
 	s.logger.Info("service ready", "service", svc, "url", s.URLs[svc], "pid", p.pid(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// spoolPath is where the gateway name keeps its click spool, so that a restart finds the
+// visits a kill left: in a directory of this run's, in memory (/dev/shm) where there is such
+// a file system, as the chart keeps it.
+func (s *Services) spoolPath(name string) (string, error) {
+	if s.spoolDir == "" {
+		parent := os.TempDir()
+		if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+			parent = "/dev/shm"
+		}
+		dir, err := os.MkdirTemp(parent, "linkmesh-clicks-")
+		if err != nil {
+			return "", fmt.Errorf("click spool directory: %w", err)
+		}
+		s.spoolDir = dir
+	}
+	return filepath.Join(s.spoolDir, name+".spool"), nil
 }
 
 // checkReady does one GET of a readiness URL and wants 200.
@@ -363,6 +389,9 @@ func (s *Services) Stop() {
 		}
 		stopAll(true)
 		stopAll(false)
+		if s.spoolDir != "" {
+			_ = os.RemoveAll(s.spoolDir)
+		}
 		s.logger.Info("services stopped")
 	})
 }

@@ -64,6 +64,9 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	return service.Parts{Workers: []func(context.Context){recorder.Run}, Close: func() { cancelSub(); closeGeo() }}, nil
 }
 
+// producerQueue bounds the clicks waiting for Redis in the producer.
+const producerQueue = 10000
+
 // newRecorder builds the click pipeline's edge: enrichment (GeoIP when configured, the
 // shared daily salt) and the producer onto the clicks stream.
 func newRecorder(cfg *config.Config, env *service.Env) (*clicks.Recorder, func(), error) {
@@ -81,10 +84,18 @@ func newRecorder(cfg *config.Config, env *service.Env) (*clicks.Recorder, func()
 		closeGeo()
 		return nil, nil, fmt.Errorf("user agent parser: %w", err)
 	}
-	producer, err := stream.NewProducer(stream.ProducerOptions{Client: env.Stores.Redis, Stream: analytics.Stream, Logger: env.Logger, QueueSize: cfg.ClickQueue})
+	// The producer's queue is short: visits wait in the spool, which outlives a crash, and
+	// go to the producer only as fast as it writes.
+	producer, err := stream.NewProducer(stream.ProducerOptions{Client: env.Stores.Redis, Stream: analytics.Stream, Logger: env.Logger, QueueSize: min(cfg.ClickQueue, producerQueue)})
 	if err != nil {
 		closeGeo()
 		return nil, nil, err
 	}
-	return clicks.NewRecorder(cfg.ClickQueue, enricher, producer, env.Logger), closeGeo, nil
+	rec, err := clicks.NewRecorder(clicks.RecorderOptions{QueueSize: cfg.ClickQueue, SpoolPath: cfg.ClickSpool, SpoolSize: cfg.ClickSpoolMB << 20,
+		Enricher: enricher, Producer: producer, Logger: env.Logger})
+	if err != nil {
+		closeGeo()
+		return nil, nil, err
+	}
+	return rec, closeGeo, nil
 }

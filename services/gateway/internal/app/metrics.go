@@ -18,16 +18,24 @@ func measure(reg *metrics.Registry, cache *redirect.Cache, rec *clicks.Recorder)
 	reg.CounterFunc("redirect_cache_stale_total", "Redirects answered from an expired entry while the link service could not be reached.", stat(func(s redirect.Stats) int64 { return s.Stale }))
 	reg.GaugeFunc("redirect_cache_entries", "Codes held in the redirect cache.", func() float64 { return float64(cache.Len()) })
 
-	reg.GaugeFunc("click_queue_depth", "Visits and clicks waiting in the gateway for the clicks stream.", func() float64 {
+	reg.GaugeFunc("click_queue_depth", "Visits in the gateway's click spool, not yet on the clicks stream.", func() float64 {
 		d, _ := rec.Queue()
 		return float64(d)
 	})
-	reg.GaugeFunc("click_queue_capacity", "Visits and clicks the gateway's queues can hold.", func() float64 {
+	reg.GaugeFunc("click_queue_capacity", "Visits the gateway's click spool may hold (LINKMESH_CLICK_QUEUE).", func() float64 {
 		_, c := rec.Queue()
 		return float64(c)
 	})
-	reg.CounterFunc("clicks_enqueued_total", "Visits taken by the click queue.", func() float64 { return float64(rec.Accepted()) })
-	reg.CounterFunc("clicks_dropped_total", "Visits and clicks lost in the gateway: refused by a full queue or not written before shutdown.",
+	reg.GaugeFunc("click_spool_bytes", "Bytes of the gateway's click spool the waiting visits take.", func() float64 {
+		u, _ := rec.SpoolBytes()
+		return float64(u)
+	})
+	reg.GaugeFunc("click_spool_capacity_bytes", "Size of the gateway's click spool (LINKMESH_CLICK_SPOOL_MB).", func() float64 {
+		_, c := rec.SpoolBytes()
+		return float64(c)
+	})
+	reg.CounterFunc("clicks_enqueued_total", "Visits taken by the click spool.", func() float64 { return float64(rec.Accepted()) })
+	reg.CounterFunc("clicks_dropped_total", "Visits lost in the gateway: refused by a full spool, unreadable in the spool at start, or not written at shutdown (kept for the next start when the spool is a file).",
 		func() float64 { return float64(rec.Dropped() + rec.Lost()) })
 	reg.CounterFunc("clicks_published_total", "Clicks written to the clicks stream.", func() float64 { return float64(rec.Published()) })
 	reg.CounterFunc("clicks_robots_total", "Visits recognised as crawlers or link previews, recorded as no click.", func() float64 { return float64(rec.Robots()) })

@@ -9,11 +9,7 @@ import (
 
 	"hash"
 
-	"encoding/binary"
-	"sync/atomic"
-
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/netip"
@@ -34,6 +30,9 @@ type Visit struct {
 	UserAgent, Referer    string
 	// EdgeCountry is CF-IPCountry from a trusted proxy; empty otherwise.
 	EdgeCountry string
+	// EventID names the click for good, so storage keeps it once however often the stream
+	// delivers it; the spool gives it (see spool.encode).
+	EventID string
 }
 
 // Countries finds an address's country; *GeoIP satisfies it.
@@ -46,9 +45,6 @@ type Enricher struct {
 	ua        *uaparser.Parser
 	countries Countries
 	salts     Salts
-	// ids names clicks: a random prefix drawn once, then a counter.
-	idPrefix string
-	idSeq    atomic.Uint64
 
 	// Enrich runs on one goroutine; these spare it work per click.
 	agents  map[string]agent // parsed User-Agents, cleared when full
@@ -82,9 +78,7 @@ func NewEnricher(countries Countries, salts Salts) (*Enricher, error) {
 	if err != nil {
 		return nil, err
 	}
-	var prefix [8]byte
-	_, _ = rand.Read(prefix[:])
-	return &Enricher{ua: p, countries: countries, salts: salts, idPrefix: hex.EncodeToString(prefix[:])}, nil
+	return &Enricher{ua: p, countries: countries, salts: salts}, nil
 }
 
 // Enrich must be called from one goroutine at a time. It returns v's click, or false for a visit that is no click: a crawler or
@@ -99,7 +93,7 @@ func (e *Enricher) Enrich(v Visit) (analytics.Click, bool) {
 		return analytics.Click{}, false
 	}
 	c := analytics.Click{
-		EventID:    e.newEventID(),
+		EventID:    v.EventID,
 		LinkID:     v.LinkID,
 		OwnerID:    v.OwnerID,
 		ShortCode:  v.Code,
@@ -223,13 +217,4 @@ func visitorHash(m hash.Hash, ip netip.Addr, userAgent string) string {
 	m.Write([]byte{0})
 	m.Write([]byte(userAgent))
 	return hex.EncodeToString(m.Sum(buf[:0])[:16])
-}
-
-// newEventID names one click for good, so storage keeps it once however often the stream
-// delivers it: 64 random bits drawn when the process started (two processes collide with
-// odds of 2^-64) and a counter, without a random draw per click.
-func (e *Enricher) newEventID() string {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], e.idSeq.Add(1))
-	return e.idPrefix + hex.EncodeToString(b[:])
 }

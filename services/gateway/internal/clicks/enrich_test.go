@@ -61,7 +61,7 @@ func TestBrowsersAreClicks(t *testing.T) {
 		{"Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:120.0) Gecko/20100101 Firefox/120.0", analytics.DeviceDesktop, "Firefox", "Mac OS X"},
 	} {
 		c, ok := e.Enrich(Visit{LinkID: "l1", OwnerID: "o1", Code: "abc", At: at, IP: netip.MustParseAddr("81.2.69.142"),
-			UserAgent: tc.ua, Referer: "https://News.Example.com:8443/path?token=secret"})
+			UserAgent: tc.ua, Referer: "https://News.Example.com:8443/path?token=secret", EventID: "00112233445566778899aabbccddeeff"})
 		if !ok {
 			t.Fatalf("%q not recorded", tc.ua)
 		}
@@ -69,7 +69,7 @@ func TestBrowsersAreClicks(t *testing.T) {
 			t.Errorf("%q → device %q browser %q os %q; want %q %q %q", tc.ua, c.DeviceType, c.Browser, c.OS, tc.device, tc.browser, tc.os)
 		}
 		if c.Country != "GB" || c.Referrer != "news.example.com" || c.LinkID != "l1" || c.OwnerID != "o1" ||
-			c.ShortCode != "abc" || !c.ClickedAt.Equal(at) || len(c.EventID) != 32 || len(c.Visitor) != 32 {
+			c.ShortCode != "abc" || !c.ClickedAt.Equal(at) || c.EventID != "00112233445566778899aabbccddeeff" || len(c.Visitor) != 32 {
 			t.Errorf("click %+v", c)
 		}
 	}

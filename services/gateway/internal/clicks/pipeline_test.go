@@ -72,7 +72,10 @@ func TestRecorderQueuesEnrichesAndFlushes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRecorder(10, e, p, log)
+	r, err := NewRecorder(RecorderOptions{QueueSize: 10, SpoolSize: minSpool, Enricher: e, Producer: p, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	browser := Visit{LinkID: "l1", Code: "abc", At: time.Now(), IP: netip.MustParseAddr("192.0.2.1"), UserAgent: "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"}
 	bot := browser
 	bot.UserAgent = "Twitterbot/1.0"

@@ -15,21 +15,26 @@ import (
 // Recorder takes visits from the redirect without ever making it wait, and turns them into
 // clicks on the stream in the background.
 //
-// A visit passes two bounded queues: the recorder's own (raw visits, held only in this
-// process's memory, since they carry the client address) and the stream producer's
-// (finished clicks waiting for Redis). A visit either becomes a click on the stream, is
-// not a click (a crawler), or is dropped and counted — by Record when its queue is full,
-// by the producer when Redis stays away — and every drop is logged, at most once per
-// logEvery with a count of the rest.
+// A visit waits in the recorder's spool (raw, with the client address; see spool) from
+// the moment the redirect answers until its click is on the stream: Run takes visits from
+// the spool only as fast as the stream producer has room, so the producer never drops, and
+// lets a visit go only once the producer has written it. A visit either becomes a click on
+// the stream, is not a click (a crawler), or is dropped and counted by Record when the
+// spool is full — and every drop is logged, at most once per logEvery with a count of the
+// rest.
 type Recorder struct {
-	// pending is the recorder's queue: the redirect appends under mu, and Run takes the
-	// whole slice every handOff, so a visit costs the redirect an append, never a goroutine
-	// wake-up.
+	// mu guards the spool's head and tail, held and buf: Record appends a visit under it,
+	// so a visit costs the redirect a copy of its bytes, never a goroutine wake-up.
 	mu       sync.Mutex
-	pending  []Visit
-	spare    []Visit
+	spool    *spool
+	held     int // visits in the spool
 	capacity int
 	accepted int64
+	buf      []byte
+
+	// marks are Run's own: where the spool's visits end as each batch went to the
+	// producer, and how many entries the producer had then accepted.
+	marks []mark
 
 	enricher *Enricher
 	producer *stream.Producer
@@ -39,45 +44,83 @@ type Recorder struct {
 	drops           logging.Limiter
 }
 
+// mark is the spool position up to which visits may go once the producer has settled
+// accepted entries, and how many visits that frees.
+type mark struct {
+	end      uint64
+	accepted int64
+	visits   int
+}
+
 // logEvery is the least time between two log lines about dropped visits.
 const logEvery = 10 * time.Second
 
 // handOff is how often Run takes the queued visits.
 const handOff = 10 * time.Millisecond
 
-// NewRecorder returns a recorder holding at most queueSize visits not yet enriched.
-func NewRecorder(queueSize int, enricher *Enricher, producer *stream.Producer, log *slog.Logger) *Recorder {
-	return &Recorder{capacity: queueSize, enricher: enricher, producer: producer, log: log, drops: logging.Limiter{Every: logEvery}}
+// drainTimeout bounds how long a stopping Run hands visits to the producer.
+const drainTimeout = 5 * time.Second
+
+// RecorderOptions configure NewRecorder.
+type RecorderOptions struct {
+	// QueueSize is the most visits the spool holds.
+	QueueSize int
+	// SpoolPath is the spool's file, best on a memory-backed volume; empty keeps the spool
+	// in process memory, which a crash loses.
+	SpoolPath string
+	// SpoolSize is the spool's size in bytes (at least 1 MiB).
+	SpoolSize int
+	Enricher  *Enricher
+	Producer  *stream.Producer
+	Logger    *slog.Logger
 }
 
-// Record queues v. It never blocks on anything but a short append; a full queue drops v
-// and counts it.
+// NewRecorder opens the spool and takes over the visits an earlier process left in it.
+func NewRecorder(opts RecorderOptions) (*Recorder, error) {
+	sp, carried, lost, err := openSpool(opts.SpoolPath, opts.SpoolSize)
+	if err != nil {
+		return nil, err
+	}
+	r := &Recorder{spool: sp, held: carried, capacity: opts.QueueSize, enricher: opts.Enricher, producer: opts.Producer,
+		log: opts.Logger, drops: logging.Limiter{Every: logEvery}, buf: make([]byte, 0, maxRecord)}
+	if carried > 0 || lost > 0 {
+		r.log.Info("click spool: visits left by the last run are sent now", "visits", carried, "unreadable_or_beyond_size", lost)
+	}
+	if lost > 0 {
+		r.dropped.Add(int64(lost))
+	}
+	return r, nil
+}
+
+// Record spools v. It never blocks on anything but a short copy; a full spool drops v and
+// counts it. v's strings are copied, so they may alias buffers the caller reuses.
 func (r *Recorder) Record(v Visit) {
-	r.mu.Lock()
-	if len(r.pending) < r.capacity {
-		r.pending = append(r.pending, v)
-		r.accepted++
-		r.mu.Unlock()
+	if r.spoolVisit(&v) {
 		return
 	}
-	r.mu.Unlock()
 	n := r.dropped.Add(1)
 	if ok, suppressed := r.drops.Allow(time.Now()); ok {
-		r.log.Warn("click queue full; visits dropped", "dropped_total", n, "suppressed", suppressed)
+		r.log.Warn("click spool full; visits dropped", "dropped_total", n, "suppressed", suppressed)
 	}
 }
 
-// take swaps out the queued visits. The slice handed out becomes the queue again at the
-// next take, so Run must be done with it by then.
-func (r *Recorder) take() []Visit {
+// spoolVisit appends v to the spool, or reports it full.
+func (r *Recorder) spoolVisit(v *Visit) bool {
 	r.mu.Lock()
-	out := r.pending
-	r.pending, r.spare = r.spare[:0], out
-	r.mu.Unlock()
-	return out
+	defer r.mu.Unlock()
+	if r.held >= r.capacity {
+		return false
+	}
+	r.buf = r.spool.encode(r.buf[:0], v)
+	if !r.spool.append(r.buf) {
+		return false
+	}
+	r.held++
+	r.accepted++
+	return true
 }
 
-// Accepted, Dropped and Robots count visits taken, visits refused by a full queue, and
+// Accepted, Dropped and Robots count visits taken, visits refused by a full spool, and
 // visits that turned out to be crawlers.
 func (r *Recorder) Accepted() int64 {
 	r.mu.Lock()
@@ -86,26 +129,34 @@ func (r *Recorder) Accepted() int64 {
 }
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
 
-// Lost counts the clicks the producer could not write: refused by its full queue, or given
-// up at shutdown with Redis away.
+// Lost counts the clicks the producer could not write: refused once it stopped, or given up
+// at shutdown with Redis away (a spool file keeps those for the next start).
 func (r *Recorder) Lost() int64 { return r.producer.Dropped() + r.producer.Failed() }
 
 // Published counts the clicks written to the stream.
 func (r *Recorder) Published() int64 { return r.producer.Sent() }
 
-// Queue reports the visits and clicks waiting in the gateway (the recorder's queue and the
-// producer's) and how many both may hold.
+// Queue reports the visits waiting in the gateway's spool, not yet on the stream, and how
+// many it may hold.
 func (r *Recorder) Queue() (depth, capacity int64) {
 	r.mu.Lock()
-	n := len(r.pending)
-	r.mu.Unlock()
-	return int64(n) + r.producer.Pending(), int64(r.capacity) + r.producer.Capacity()
+	defer r.mu.Unlock()
+	return int64(r.held), int64(r.capacity)
 }
 func (r *Recorder) Robots() int64 { return r.robots.Load() }
 
-// Run enriches queued visits and hands the clicks to the producer, which it runs too,
-// until ctx ends. Then it enriches what is still queued and lets the producer flush it all
-// before returning: a graceful shutdown loses no click Record took.
+// SpoolBytes reports the bytes of the spool the waiting visits take, and its size: long
+// User-Agents and Referers may fill it before LINKMESH_CLICK_QUEUE visits do.
+func (r *Recorder) SpoolBytes() (used, size int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return int64(r.spool.head - r.spool.tail), int64(r.spool.size)
+}
+
+// Run enriches spooled visits and hands the clicks to the producer, which it runs too,
+// until ctx ends. Then, for at most drainTimeout, it hands over what is still spooled and
+// lets the producer flush it before returning: a graceful shutdown loses no click Record
+// took, and what Redis did not take stays in a spool file for the next start.
 func (r *Recorder) Run(ctx context.Context) {
 	pctx, stopProducer := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -118,22 +169,82 @@ func (r *Recorder) Run(ctx context.Context) {
 	for {
 		select {
 		case <-t.C:
-			r.handleAll()
+			r.step()
 		case <-ctx.Done():
-			r.handleAll()
+			deadline := time.Now().Add(drainTimeout)
+			for r.step() > 0 && time.Now().Before(deadline) {
+				time.Sleep(handOff)
+			}
 			stopProducer()
 			<-done
+			r.settle()
 			return
 		}
 	}
 }
 
-func (r *Recorder) handleAll() {
-	batch := r.take()
-	for i := range batch {
-		r.handle(batch[i])
-		batch[i] = Visit{} // drop the address from memory now
+// step lets go of the visits the stream has, then hands the producer as many spooled
+// visits as it has room for, and returns how many are left untaken.
+func (r *Recorder) step() int {
+	r.settle()
+	room := r.producer.Capacity() - r.producer.Pending()
+	r.mu.Lock()
+	head := r.spool.head
+	r.mu.Unlock()
+	taken := 0
+	for int64(taken) < room {
+		rec, ok, bad := r.spool.next(head)
+		if bad {
+			// Only a damaged file could hold such bytes; what follows cannot be read.
+			r.log.Error("click spool: unreadable bytes; the visits after them are dropped")
+			r.spool.read = head
+			break
+		}
+		if !ok {
+			break
+		}
+		taken++
+		v, ok := decode(rec)
+		if !ok {
+			r.dropped.Add(1)
+			continue
+		}
+		r.handle(v)
 	}
+	if taken > 0 {
+		r.marks = append(r.marks, mark{end: r.spool.read, accepted: r.producer.Accepted(), visits: taken})
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held - r.inFlight()
+}
+
+// inFlight counts the visits taken and not yet let go.
+func (r *Recorder) inFlight() int {
+	n := 0
+	for _, m := range r.marks {
+		n += m.visits
+	}
+	return n
+}
+
+// settle lets go of the visits whose clicks the producer has written (or that were no
+// click): their bytes are zeroed and their room freed.
+func (r *Recorder) settle() {
+	settled := r.producer.Settled()
+	end, visits, i := r.spool.tail, 0, 0
+	for ; i < len(r.marks) && r.marks[i].accepted <= settled; i++ {
+		end, visits = r.marks[i].end, visits+r.marks[i].visits
+	}
+	if i == 0 {
+		return
+	}
+	r.marks = append(r.marks[:0], r.marks[i:]...)
+	r.spool.zeroBefore(end)
+	r.mu.Lock()
+	r.spool.setTail(end)
+	r.held -= visits
+	r.mu.Unlock()
 }
 
 func (r *Recorder) handle(v Visit) {
@@ -142,6 +253,6 @@ func (r *Recorder) handle(v Visit) {
 		r.robots.Add(1)
 		return
 	}
-	// The visit's strings were copied out of the request when it was recorded.
+	// The visit's strings were copied out of the spool.
 	r.producer.EnqueueOwned(c.Fields())
 }

@@ -33,6 +33,12 @@ type Config struct {
 	// ClickQueue bounds the visits waiting to become clicks; beyond it visits are dropped
 	// and counted, never waited for.
 	ClickQueue int `env:"LINKMESH_CLICK_QUEUE" envDefault:"100000"`
+	// ClickSpool is the file the waiting visits are kept in, so that they outlive a crash of
+	// the process; it holds client addresses, so it belongs on a memory-backed volume.
+	// Unset, they wait in process memory.
+	ClickSpool string `env:"LINKMESH_CLICK_SPOOL"`
+	// ClickSpoolMB is the spool's size in MiB.
+	ClickSpoolMB int `env:"LINKMESH_CLICK_SPOOL_MB" envDefault:"32"`
 
 	// CookieSecure adds Secure to the session cookie (HTTPS deployments).
 	CookieSecure bool `env:"LINKMESH_COOKIE_SECURE" envDefault:"false"`
@@ -52,6 +58,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ClickQueue < 1 || c.ClickQueue > 10_000_000 {
 		return fmt.Errorf("LINKMESH_CLICK_QUEUE must be between 1 and 10000000, got %d", c.ClickQueue)
+	}
+	if c.ClickSpoolMB < 1 || c.ClickSpoolMB > 4096 {
+		return fmt.Errorf("LINKMESH_CLICK_SPOOL_MB must be between 1 and 4096, got %d", c.ClickSpoolMB)
 	}
 	if err := config.Together("LINKMESH_CAPTCHA_VERIFY_URL", c.CaptchaVerifyURL, "LINKMESH_CAPTCHA_SECRET", c.CaptchaSecret.Reveal()); err != nil {
 		return err
@@ -85,6 +94,8 @@ func (c *Config) LogValue() slog.Value {
 		slog.Bool("cookie_secure", c.CookieSecure),
 		slog.String("geoip_db", c.GeoIPDB),
 		slog.Int("click_queue", c.ClickQueue),
+		slog.String("click_spool", c.ClickSpool),
+		slog.Int("click_spool_mb", c.ClickSpoolMB),
 	)
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/errs"
@@ -21,7 +22,7 @@ type Handler struct {
 }
 
 // Recorder takes the visits that count as clicks; *clicks.Recorder satisfies it. Record
-// must not block.
+// must not block, and must copy what it keeps of the visit's strings before it returns.
 type Recorder interface {
 	Record(v clicks.Visit)
 }
@@ -66,16 +67,16 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 	return c.SendStatus(fiber.StatusFound)
 }
 
-// record hands the visit over, its strings copied out of the request buffers, which the
-// server reuses once the handler returns.
+// record hands the visit over. Its header strings alias the request's buffers, which the
+// server reuses once the handler returns; Record copies them before it returns.
 func (h *Handler) record(c *fiber.Ctx, e Entry, now time.Time) {
 	ip, viaProxy := h.ips.FromRequest(c)
 	v := clicks.Visit{LinkID: e.ID, OwnerID: e.OwnerID, Code: e.ShortCode, At: now, IP: ip,
-		UserAgent: string(c.Request().Header.UserAgent()),
-		Referer:   string(c.Request().Header.Referer()),
+		UserAgent: utils.UnsafeString(c.Request().Header.UserAgent()),
+		Referer:   utils.UnsafeString(c.Request().Header.Referer()),
 	}
 	if viaProxy {
-		v.EdgeCountry = string(c.Request().Header.Peek("CF-IPCountry"))
+		v.EdgeCountry = utils.UnsafeString(c.Request().Header.Peek("CF-IPCountry"))
 	}
 	h.clicks.Record(v)
 }

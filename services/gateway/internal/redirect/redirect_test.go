@@ -63,7 +63,9 @@ type visits struct {
 	list []clicks.Visit
 }
 
+// Record keeps copies, as Recorder asks: the strings alias the request's buffers.
 func (v *visits) Record(x clicks.Visit) {
+	x.UserAgent, x.Referer, x.EdgeCountry = strings.Clone(x.UserAgent), strings.Clone(x.Referer), strings.Clone(x.EdgeCountry)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.list = append(v.list, x)

@@ -1,0 +1,374 @@
+package clicks
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+	"github.com/linkmesh/linkmesh/pkg/stream"
+	"github.com/linkmesh/linkmesh/pkg/testenv"
+	"github.com/redis/go-redis/v9"
+)
+
+func testVisit(i int) Visit {
+	return Visit{LinkID: fmt.Sprintf("link-%d", i), OwnerID: "owner", Code: "abc", At: time.Unix(1700000000, int64(i)).UTC(),
+		IP: netip.MustParseAddr("2001:db8::1"), UserAgent: strings.Repeat("u", i%300), Referer: "https://example.com/" + strings.Repeat("p", i%700)}
+}
+
+// A visit comes back from its record as it went in, with its event ID; fields beyond their
+// bound are cut, and bytes that are no record are refused.
+func TestSpoolRecordRoundTrip(t *testing.T) {
+	s, _, _, err := openSpool("", minSpool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []Visit{
+		testVisit(7),
+		{LinkID: "l", At: time.Unix(0, 5).UTC(), IP: netip.MustParseAddr("192.0.2.9"), EdgeCountry: "GB"},
+		{LinkID: "l", At: time.Unix(0, 5).UTC(), IP: netip.MustParseAddr("::ffff:192.0.2.9")},
+		{LinkID: "l", At: time.Unix(0, 5).UTC()}, // no address
+	} {
+		rec := s.encode(nil, &v)
+		got, ok := decode(rec)
+		if !ok {
+			t.Fatalf("%+v does not decode", v)
+		}
+		if len(got.EventID) != 32 || !strings.HasPrefix(got.EventID, fmt.Sprintf("%x", s.prefix)) {
+			t.Errorf("event ID %q", got.EventID)
+		}
+		want := v
+		want.IP, want.EventID = v.IP.Unmap(), got.EventID
+		if got != want {
+			t.Errorf("%+v came back as %+v", want, got)
+		}
+	}
+	long := Visit{LinkID: "l", UserAgent: strings.Repeat("a", 10000), Referer: strings.Repeat("r", 10000), EdgeCountry: strings.Repeat("c", 50)}
+	rec := s.encode(nil, &long)
+	if len(rec) > maxRecord {
+		t.Fatalf("record of %d bytes, bound %d", len(rec), maxRecord)
+	}
+	got, ok := decode(rec)
+	if !ok || len(got.UserAgent) != maxUA || len(got.Referer) != maxReferer || len(got.EdgeCountry) != maxCountry {
+		t.Fatalf("long fields came back as %d, %d, %d bytes (%v)", len(got.UserAgent), len(got.Referer), len(got.EdgeCountry), ok)
+	}
+	if ReferrerHost(got.Referer) != ReferrerHost(long.Referer) {
+		t.Error("cutting the Referer changed its host")
+	}
+	// Two records never share an event ID.
+	a, _ := decode(s.encode(nil, &long))
+	if a.EventID == got.EventID {
+		t.Error("two records got one event ID")
+	}
+	for _, bad := range [][]byte{nil, rec[:10], rec[:len(rec)-1], append(append([]byte{}, rec...), 0), append(append([]byte{}, rec[:idSize+8]...), 7)} {
+		if _, ok := decode(bad); ok {
+			t.Errorf("%d bytes of garbage decoded", len(bad))
+		}
+	}
+}
+
+// Records go round the ring many times, each read back whole and in order; a full ring
+// refuses, and letting go of what was read makes room again.
+func TestSpoolRingWrapsAndFills(t *testing.T) {
+	s, _, _, err := openSpool("", minSpool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, read := 0, 0
+	for lap := 0; lap < 20; lap++ {
+		for {
+			v := testVisit(written)
+			if !s.append(s.encode(nil, &v)) {
+				break
+			}
+			written++
+		}
+		if s.head-s.tail > s.size || s.head-s.tail < s.size-maxRecord-lenSize {
+			t.Fatalf("a full ring holds %d of %d bytes", s.head-s.tail, s.size)
+		}
+		for {
+			rec, ok, bad := s.next(s.head)
+			if bad {
+				t.Fatalf("record %d unreadable", read)
+			}
+			if !ok {
+				break
+			}
+			v, ok := decode(rec)
+			if want := testVisit(read); !ok || v.LinkID != want.LinkID || v.UserAgent != want.UserAgent || v.Referer != want.Referer {
+				t.Fatalf("record %d came back as %+v", read, v)
+			}
+			read++
+		}
+		s.zeroBefore(s.read)
+		s.setTail(s.read)
+		if !bytes.Equal(s.ring, make([]byte, len(s.ring))) && s.tail == s.head {
+			t.Fatal("bytes of records let go are still in the ring")
+		}
+	}
+	if read != written || s.head < 15*s.size {
+		t.Fatalf("read %d of %d records over %d bytes", read, written, s.head)
+	}
+}
+
+// A spool file outlives its process: a second process finds the visits not let go, in
+// order and under their event IDs, and none that were; a second process cannot open a spool
+// in use, and a damaged or smaller file is counted, not trusted.
+func TestSpoolFileCarriesVisitsOver(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "clicks.spool")
+	s, carried, lost, err := openSpool(path, 2*minSpool)
+	if err != nil || carried != 0 || lost != 0 {
+		t.Fatalf("new spool: %v, carried %d lost %d", err, carried, lost)
+	}
+	if _, _, _, err := openSpool(path, 2*minSpool); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("a spool in use opened again: %v", err)
+	}
+	var ids []string
+	for i := range 100 {
+		v := testVisit(i)
+		rec := s.encode(nil, &v)
+		if !s.append(rec) {
+			t.Fatal("ring full")
+		}
+		d, _ := decode(rec)
+		ids = append(ids, d.EventID)
+	}
+	for range 40 { // the first 40 are on the stream and let go; 10 more taken only
+		s.next(s.head)
+	}
+	s.zeroBefore(s.read)
+	s.setTail(s.read)
+	for range 10 {
+		s.next(s.head)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != spoolFileOK {
+		t.Fatalf("spool file %v, %v", fi, err)
+	}
+	s.close() // as a crash would leave it: nothing flushed, nothing removed
+
+	s, carried, lost, err = openSpool(path, minSpool)
+	if err != nil || carried != 60 || lost != 0 {
+		t.Fatalf("reopened: %v, carried %d lost %d; want 60 and 0", err, carried, lost)
+	}
+	for i := 40; i < 100; i++ {
+		rec, ok, _ := s.next(s.head)
+		v, _ := decode(rec)
+		if !ok || v.EventID != ids[i] || v.LinkID != testVisit(i).LinkID {
+			t.Fatalf("visit %d came back as %+v", i, v)
+		}
+	}
+	if _, ok, _ := s.next(s.head); ok {
+		t.Fatal("more visits came back than were left")
+	}
+	s.close()
+
+	// A smaller ring takes what fits and counts the rest.
+	s, _, _, _ = openSpool(path, minSpool)
+	big := Visit{LinkID: "l", UserAgent: strings.Repeat("a", maxUA), Referer: strings.Repeat("r", maxReferer)}
+	n := 0
+	for s.append(s.encode(nil, &big)) {
+		n++
+	}
+	s.close()
+	// Damage the header: the next process starts empty and counts one loss.
+	raw, _ := os.ReadFile(path)
+	if bytes.Contains(raw[headerSize:], []byte("2001:db8")) {
+		t.Fatal("an address is in the file as text")
+	}
+	f, _ := os.OpenFile(path, os.O_WRONLY, 0)
+	_, _ = f.WriteAt([]byte("garbage!"), 0)
+	_ = f.Close()
+	s, carried, lost, err = openSpool(path, minSpool)
+	if err != nil || carried != 0 || lost != 1 {
+		t.Fatalf("damaged file: %v, carried %d lost %d", err, carried, lost)
+	}
+	s.close()
+	if n < 2 {
+		t.Fatalf("only %d large records fit", n)
+	}
+}
+
+// A gateway killed after its clicks reached the stream but before it let them go sends
+// them again from the spool, under the same event IDs, so storage keeps each once; what
+// it had not sent arrives too.
+func TestRecorderAfterACrashResendsUnderTheSameIDs(t *testing.T) {
+	rdb := testenv.Redis(t)
+	streamName := testenv.Name("clicks")
+	path := filepath.Join(t.TempDir(), "clicks.spool")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	newRecorder := func() *Recorder {
+		e, err := NewEnricher(nil, NewRedisSalts(rdb))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := stream.NewProducer(stream.ProducerOptions{Client: rdb, Stream: streamName, Logger: log, FlushInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewRecorder(RecorderOptions{QueueSize: 100, SpoolPath: path, SpoolSize: minSpool, Enricher: e, Producer: p, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	browser := "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"
+	a := newRecorder()
+	for i := range 5 {
+		a.Record(Visit{LinkID: fmt.Sprint("sent-", i), At: time.Now(), IP: netip.MustParseAddr("192.0.2.1"), UserAgent: browser})
+	}
+	a.step() // handed to the producer, which writes them; the crash comes before they are let go
+	ctx, cancel := context.WithCancel(context.Background())
+	go a.producer.Run(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for a.producer.Sent() < 5 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	for i := range 3 {
+		a.Record(Visit{LinkID: fmt.Sprint("unsent-", i), At: time.Now(), IP: netip.MustParseAddr("192.0.2.1"), UserAgent: browser})
+	}
+	a.spool.close()
+
+	b := newRecorder()
+	if d, _ := b.Queue(); d != 8 {
+		t.Fatalf("the restarted recorder holds %d visits, want 8", d)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { b.Run(ctx); close(done) }()
+	deadline = time.Now().Add(10 * time.Second)
+	for b.Published() < 8 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	xs, err := rdb.XRange(context.Background(), streamName, "-", "+").Result()
+	if err != nil || len(xs) != 13 {
+		t.Fatalf("stream holds %d entries (%v), want 5 + 5 again + 3", len(xs), err)
+	}
+	ids := map[string][]string{}
+	for _, x := range xs {
+		vals := map[string]string{}
+		for k, v := range x.Values {
+			vals[k] = v.(string)
+		}
+		c, err := analytics.ClickFromValues(vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[c.LinkID] = append(ids[c.LinkID], c.EventID)
+	}
+	for i := range 5 {
+		if got := ids[fmt.Sprint("sent-", i)]; len(got) != 2 || got[0] != got[1] {
+			t.Errorf("visit sent before the crash went out as %v, want twice under one ID", got)
+		}
+	}
+	for i := range 3 {
+		if got := ids[fmt.Sprint("unsent-", i)]; len(got) != 1 {
+			t.Errorf("visit unsent at the crash went out as %v, want once", got)
+		}
+	}
+	if d, _ := b.Queue(); d != 0 {
+		t.Errorf("%d visits still held after all were written", d)
+	}
+}
+
+// Run hands the producer only as many visits as it has room for: the rest wait in the spool,
+// where a crash cannot take them, instead of being dropped by a full producer.
+func TestRecorderWaitsForTheProducer(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e, err := NewEnricher(nil, fixedSalt{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never reached: Run is not running
+	defer rdb.Close()
+	p, err := stream.NewProducer(stream.ProducerOptions{Client: rdb, Stream: "clicks", Logger: log, QueueSize: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRecorder(RecorderOptions{QueueSize: 100, SpoolSize: minSpool, Enricher: e, Producer: p, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		v := testVisit(i)
+		v.UserAgent = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"
+		r.Record(v)
+	}
+	if left := r.step(); left != 7 || p.Pending() != 3 {
+		t.Fatalf("first step left %d untaken and the producer holding %d; want 7 and 3", left, p.Pending())
+	}
+	if left := r.step(); left != 7 || p.Dropped() != 0 || r.Dropped() != 0 {
+		t.Fatalf("with the producer full, a step left %d untaken (want 7), producer dropped %d, recorder %d", left, p.Dropped(), r.Dropped())
+	}
+	if d, _ := r.Queue(); d != 10 {
+		t.Fatalf("the spool holds %d visits, want all 10 until the stream has them", d)
+	}
+}
+
+type fixedSalt struct{}
+
+func (fixedSalt) Salt(string) ([]byte, error) { return make([]byte, 32), nil }
+
+// Visits recorded from many goroutines while Run goes round the ring several times all
+// reach the stream, each once, and the spool ends empty and zeroed.
+func TestRecorderUnderConcurrentVisits(t *testing.T) {
+	rdb := testenv.Redis(t)
+	streamName := testenv.Name("clicks")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e, err := NewEnricher(nil, fixedSalt{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := stream.NewProducer(stream.ProducerOptions{Client: rdb, Stream: streamName, Logger: log, QueueSize: 500, FlushInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRecorder(RecorderOptions{QueueSize: 1 << 20, SpoolPath: filepath.Join(t.TempDir(), "s"), SpoolSize: minSpool, Enricher: e, Producer: p, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	const writers, each = 4, 3000 // about 3 MB of records through a 1 MiB ring
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Go(func() {
+			for i := range each {
+				v := testVisit(g*each + i)
+				v.UserAgent = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0" // parsed once; the Referers vary the sizes
+				for !r.spoolVisit(&v) { // the ring is full: Run frees it
+					time.Sleep(time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for p.Sent() < writers*each && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	n, err := rdb.XLen(context.Background(), streamName).Result()
+	if err != nil || n != writers*each || r.Accepted() != writers*each {
+		t.Fatalf("stream holds %d (%v), recorder accepted %d; want %d", n, err, r.Accepted(), writers*each)
+	}
+	if used, _ := r.SpoolBytes(); used != 0 || r.spool.head < 2*r.spool.size {
+		t.Fatalf("spool still uses %d bytes after %d written", used, r.spool.head)
+	}
+	if !bytes.Equal(r.spool.ring, make([]byte, len(r.spool.ring))) {
+		t.Fatal("the ring still holds bytes of visits on the stream")
+	}
+}

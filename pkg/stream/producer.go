@@ -55,7 +55,7 @@ type Producer struct {
 	// accepted counts the entries Enqueue took; settled, the first of them, in the order
 	// taken, that are all written.
 	accepted, settled atomic.Int64
-	drops, errs                 *logging.Limiter
+	drops, errs       *logging.Limiter
 }
 
 // NewProducer checks opts and fills in the defaults.

@@ -347,7 +347,8 @@ func TestRecorderUnderConcurrentVisits(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				v := testVisit(g*each + i)
-				v.UserAgent = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0" // parsed once; the Referers vary the sizes
+				// One User-Agent, parsed once; the Referers vary the sizes.
+				v.UserAgent = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"
 				for !r.spoolVisit(&v) { // the ring is full: Run frees it
 					time.Sleep(time.Millisecond)
 				}

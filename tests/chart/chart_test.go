@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +170,9 @@ func TestPodsHardened(t *testing.T) {
 					}
 					if !mountedTmp {
 						t.Errorf("%s: no emptyDir at /tmp", where)
+					}
+					if svc == "gateway" {
+						checkClickSpool(t, where, env, c, ps, value(m.values, "config.clickSpoolMB"))
 					}
 				}
 				spread := map[string]string{}
@@ -708,4 +712,32 @@ func TestMonitoringObjects(t *testing.T) {
 			t.Errorf("default values render a %s; it should be off by default", kind)
 		}
 	}
+}
+
+// checkClickSpool: the gateway keeps its click spool, which holds client addresses, in a
+// memory-backed emptyDir (kept across a restart of the container, gone with the pod) large
+// enough for LINKMESH_CLICK_SPOOL_MB.
+func checkClickSpool(t *testing.T, where string, env map[string]string, c container, ps podSpec, sizeMB any) {
+	t.Helper()
+	path := env["LINKMESH_CLICK_SPOOL"]
+	if env["LINKMESH_CLICK_SPOOL_MB"] != fmt.Sprint(sizeMB) {
+		t.Errorf("%s: LINKMESH_CLICK_SPOOL_MB %q, values say %v", where, env["LINKMESH_CLICK_SPOOL_MB"], sizeMB)
+	}
+	for _, vm := range c.VolumeMounts {
+		if vm.MountPath == "" || !strings.HasPrefix(path, strings.TrimSuffix(vm.MountPath, "/")+"/") {
+			continue
+		}
+		for _, v := range ps.Volumes {
+			if v.Name != vm.Name {
+				continue
+			}
+			limit, _ := v.EmptyDir["sizeLimit"].(string)
+			mb, err := strconv.Atoi(strings.TrimSuffix(limit, "Mi"))
+			if v.EmptyDir["medium"] != "Memory" || err != nil || fmt.Sprint(mb-1) != fmt.Sprint(sizeMB) {
+				t.Errorf("%s: the click spool %s is on %v, want an emptyDir of medium Memory and sizeLimit %vMi + 1Mi", where, path, v.EmptyDir, sizeMB)
+			}
+			return
+		}
+	}
+	t.Errorf("%s: LINKMESH_CLICK_SPOOL %q is on no mounted volume", where, path)
 }

@@ -1,45 +1,75 @@
 package drills
 
 import (
+	"context"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// TestDatabasePaused: PostgreSQL under the MongoDB wire server stalls for 10 s. Warm
-// redirects keep answering from the gateways' caches; writes answer 503 in the envelope,
-// never 500; every service recovers by itself. A registration that timed out during the
-// stall is retried with its Idempotency-Key afterwards and answers the one account — which
-// may have been stored after its caller was told 503.
+// TestDatabasePaused: PostgreSQL under the MongoDB wire server stalls for 10 s (every
+// query waits, as on a stalled database machine). See databaseOutage for what must hold.
 func TestDatabasePaused(t *testing.T) {
+	resumed := false
+	resume := func() error {
+		if resumed {
+			return nil
+		}
+		resumed = true
+		return bench.Datastores.ResumePostgres()
+	}
+	t.Cleanup(func() { _ = resume() })
+	databaseOutage(t, "stall", "203.0.113.20", bench.Datastores.PausePostgres, resume)
+}
+
+// TestDatabaseRestarted: the MongoDB wire server goes away for 10 s as with the loss of its
+// machine — PostgreSQL shut down at once, without a checkpoint, and FerretDB stopped, every
+// connection refused — and both start again on their ports, PostgreSQL recovering from its
+// crash. See databaseOutage for what must hold.
+func TestDatabaseRestarted(t *testing.T) {
+	down := false
+	t.Cleanup(func() {
+		if down { // a failed restart: the drills after this one need the datastores
+			_ = bench.Datastores.StartMongoAgain(context.Background())
+		}
+	})
+	databaseOutage(t, "restart", "203.0.113.30",
+		func() error { bench.Datastores.CrashMongo(); down = true; return nil },
+		func() error { down = false; return bench.Datastores.StartMongoAgain(context.Background()) })
+}
+
+// databaseOutage takes the MongoDB wire server away for 10 s with begin and brings it back
+// with end. Warm redirects keep answering from the gateways' caches; writes answer 503 in
+// the envelope, never 500; every service recovers by itself, without a restart. A
+// registration that failed during the outage is retried with its Idempotency-Key afterwards
+// and answers the one account — which may have been stored after its caller was told 503.
+// ip is the first of ten client addresses of the drill's own.
+func databaseOutage(t *testing.T, kind, ip string, begin, end func() error) {
 	rep := newReport(t)
 	svcs := bench.Services
 	gateways := []string{svcs.GatewayURL, svcs.URLs["gateway-2"]}
-	code := shorten(t, svcs.GatewayURL, "https://93.184.216.34/paused", map[string]string{"X-Forwarded-For": "203.0.113.20"})
+	client := func(i int) string {
+		a := netip.MustParseAddr(ip)
+		for range i {
+			a = a.Next()
+		}
+		return a.String()
+	}
+	code := shorten(t, svcs.GatewayURL, "https://93.184.216.34/"+kind, map[string]string{"X-Forwarded-For": client(0)})
 	for _, gw := range gateways {
 		warmUp(t, gw, code)
 	}
 
-	if err := bench.Datastores.PausePostgres(); err != nil {
+	outage := time.Now()
+	if err := begin(); err != nil {
 		t.Fatal(err)
 	}
-	paused := time.Now()
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			if err := bench.Datastores.ResumePostgres(); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	t.Cleanup(resume)
-
 	stop := follow(t, rep, "redirect", code, gateways, 2, 20*time.Millisecond)
 	defer stop()
-	key := map[string]string{"X-Forwarded-For": "203.0.113.21", "Idempotency-Key": "drill-register-1"}
-	reg := `{"email":"paused@drill.example","password":"s3cret-passphrase","first_name":"Ada","last_name":"Lovelace"}`
+	key := map[string]string{"X-Forwarded-For": client(1), "Idempotency-Key": "drill-register-" + kind}
+	reg := `{"email":"` + kind + `@drill.example","password":"s3cret-passphrase","first_name":"Ada","last_name":"Lovelace"}`
 	type answer struct {
 		status int
 		body   string
@@ -48,17 +78,17 @@ func TestDatabasePaused(t *testing.T) {
 	writes := map[string]answer{}
 	var mu sync.Mutex
 	var wwg sync.WaitGroup
-	for name, w := range map[string][3]string{
-		"register": {"/api/auth/register", reg, "203.0.113.21"},
-		"shorten":  {"/api/links/shorten", `{"url":"https://93.184.216.34/during"}`, "203.0.113.22"},
+	for name, w := range map[string][2]string{
+		"register": {"/api/auth/register", reg},
+		"shorten":  {"/api/links/shorten", `{"url":"https://93.184.216.34/during-` + kind + `"}`},
 	} {
 		wwg.Go(func() {
-			h := map[string]string{"X-Forwarded-For": w[2]}
+			h := map[string]string{"X-Forwarded-For": client(2)}
 			if name == "register" {
 				h = key
 			}
 			start := time.Now()
-			s, b := rep.send(t, name+" during the stall", svcs.GatewayURL, "POST", w[0], w[1], h)
+			s, b := rep.send(t, name+" during the "+kind, svcs.GatewayURL, "POST", w[0], w[1], h)
 			took := time.Since(start)
 			rep.figure(name+" answered after", took)
 			mu.Lock()
@@ -67,17 +97,19 @@ func TestDatabasePaused(t *testing.T) {
 		})
 	}
 	wwg.Wait()
-	time.Sleep(time.Until(paused.Add(10 * time.Second)))
-	resume()
+	time.Sleep(time.Until(outage.Add(10 * time.Second)))
+	if err := end(); err != nil {
+		t.Fatal(err)
+	}
 	back := time.Now()
-	rep.down("postgres", back.Sub(paused))
+	rep.down("mongodb", back.Sub(outage))
 	stop()
 	if failed, how := rep.other("redirect", 302); failed != 0 {
-		t.Errorf("%d warm redirects failed during the stall: %s", failed, how)
+		t.Errorf("%d warm redirects failed during the %s: %s", failed, kind, how)
 	}
 	for name, w := range writes {
 		if w.status != 503 || !strings.HasPrefix(w.body, `{"error":"`) {
-			t.Errorf("%s during the stall answered %d %s after %s, want 503 in the envelope", name, w.status, w.body, w.took.Round(100*time.Millisecond))
+			t.Errorf("%s during the %s answered %d %s after %s, want 503 in the envelope", name, kind, w.status, w.body, w.took.Round(100*time.Millisecond))
 		}
 	}
 
@@ -88,14 +120,14 @@ func TestDatabasePaused(t *testing.T) {
 				break
 			}
 			if time.Since(back) > 30*time.Second {
-				t.Fatalf("%s not ready 30 s after the stall", name)
+				t.Fatalf("%s not ready 30 s after the %s", name, kind)
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	rep.recovered("every service ready", time.Since(back))
-	if s, b := rep.send(t, "shorten after the stall", svcs.GatewayURL, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/after"}`, map[string]string{"X-Forwarded-For": "203.0.113.22"}); s != 201 {
-		t.Errorf("creation after the stall: %d %s", s, b)
+	if s, b := rep.send(t, "shorten after the "+kind, svcs.GatewayURL, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/after"}`, map[string]string{"X-Forwarded-For": client(2)}); s != 201 {
+		t.Errorf("creation after the %s: %d %s", kind, s, b)
 	}
 	// The registration retried with its key: one account, whether or not the first attempt
 	// was stored late.
@@ -103,7 +135,7 @@ func TestDatabasePaused(t *testing.T) {
 	if s != 201 {
 		t.Fatalf("registration retried with its key: %d %s", s, b)
 	}
-	if s, b := rep.send(t, "register again without the key", svcs.GatewayURL, "POST", "/api/auth/register", reg, map[string]string{"X-Forwarded-For": "203.0.113.23"}); s != 409 {
+	if s, b := rep.send(t, "register again without the key", svcs.GatewayURL, "POST", "/api/auth/register", reg, map[string]string{"X-Forwarded-For": client(3)}); s != 409 {
 		t.Errorf("registration without the key after the retry: %d %s, want 409", s, b)
 	}
 }

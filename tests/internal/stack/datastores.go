@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -102,7 +104,7 @@ func StartDatastoresWithOptions(ctx context.Context, opts DatastoresOptions) (_ 
 // startMongo starts PostgreSQL and then FerretDB on top of it.
 func (d *Datastores) startMongo(ctx context.Context, dir, logsDir string) error {
 	start := time.Now()
-	pg, port, err := startPostgres(ctx, dir, logsDir, d.logger)
+	pg, port, err := startPostgres(ctx, dir, logsDir, 0, d.logger)
 	if err != nil {
 		return err
 	}
@@ -111,7 +113,7 @@ func (d *Datastores) startMongo(ctx context.Context, dir, logsDir string) error 
 	d.logger.Info("postgres ready", "url", d.PostgresURL, "pid", pg.pid(), "took", time.Since(start).Round(time.Millisecond))
 
 	start = time.Now()
-	ferret, err := startFerretDB(ctx, d.PostgresURL, logsDir)
+	ferret, err := startFerretDB(ctx, d.PostgresURL, logsDir, "")
 	if err != nil {
 		return err
 	}
@@ -136,6 +138,46 @@ func (d *Datastores) Stop() {
 		d.redis.stop(syscall.SIGTERM, 10*time.Second)
 		d.logger.Info("datastores stopped", "dir", d.Dir)
 	})
+}
+
+// CrashMongo takes the MongoDB wire server away as the loss of its machine would:
+// PostgreSQL shuts down at once (SIGQUIT: no checkpoint, crash recovery at its next start)
+// and FerretDB stops listening. StartMongoAgain brings both back on their ports.
+func (d *Datastores) CrashMongo() {
+	d.postgres.stop(syscall.SIGQUIT, 10*time.Second)
+	d.ferret.stop()
+}
+
+// StartMongoAgain starts PostgreSQL and FerretDB on the ports they had before CrashMongo.
+func (d *Datastores) StartMongoAgain(ctx context.Context) error {
+	pgPort, err := portOf(d.PostgresURL)
+	if err != nil {
+		return err
+	}
+	mongoPort, err := portOf(d.MongoURI)
+	if err != nil {
+		return err
+	}
+	pg, _, err := startPostgres(ctx, d.Dir, d.LogDir, pgPort, d.logger)
+	if err != nil {
+		return err
+	}
+	d.postgres = pg
+	ferret, err := startFerretDB(ctx, d.PostgresURL, d.LogDir, net.JoinHostPort("127.0.0.1", strconv.Itoa(mongoPort)))
+	if err != nil {
+		return err
+	}
+	d.ferret = ferret
+	return nil
+}
+
+// portOf is the port of a datastore URL.
+func portOf(raw string) (int, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(u.Port())
 }
 
 // PausePostgres stops PostgreSQL and every backend (SIGSTOP; each backend is a session of

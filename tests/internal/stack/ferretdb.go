@@ -27,9 +27,12 @@ type ferretServer struct {
 	logFile *os.File
 }
 
-// startFerretDB starts FerretDB on a free loopback port against pgURL and
-// waits until a MongoDB ping succeeds. Its logs go to logsDir/ferretdb.log.
-func startFerretDB(ctx context.Context, pgURL, logsDir string) (*ferretServer, error) {
+// startFerretDB starts FerretDB on addr (a free loopback port when empty) against pgURL
+// and waits until a MongoDB ping succeeds. Its logs go to logsDir/ferretdb.log.
+func startFerretDB(ctx context.Context, pgURL, logsDir, addr string) (*ferretServer, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0" // the kernel picks: FerretDB binds in New, so no race
+	}
 	logPath := filepath.Join(logsDir, "ferretdb.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -40,8 +43,7 @@ func startFerretDB(ctx context.Context, pgURL, logsDir string) (*ferretServer, e
 		offset = fi.Size()
 	}
 	f, err := ferretdb.New(&ferretdb.Config{
-		// Port 0 lets the kernel pick: FerretDB binds in New, so no race.
-		Listener:      ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Listener:      ferretdb.ListenerConfig{TCP: addr},
 		Handler:       "postgresql",
 		PostgreSQLURL: pgURL,
 		Logger:        slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),

@@ -24,8 +24,9 @@ const postgresReadyTimeout = 60 * time.Second
 const maxSocketPath = 107
 
 // startPostgres initialises dir/postgres on first use and starts a postgres
-// server on a free loopback port. It returns the process and its port.
-func startPostgres(ctx context.Context, dir, logsDir string, logger *slog.Logger) (*process, int, error) {
+// server on loopback port fixed, or on a free one when fixed is 0. It returns the process
+// and its port.
+func startPostgres(ctx context.Context, dir, logsDir string, fixed int, logger *slog.Logger) (*process, int, error) {
 	binDir, err := postgresBinDir()
 	if err != nil {
 		return nil, 0, err
@@ -51,9 +52,11 @@ func startPostgres(ctx context.Context, dir, logsDir string, logger *slog.Logger
 	}
 
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, 0, err
+		port := fixed
+		if port == 0 {
+			if port, err = freePort(); err != nil {
+				return nil, 0, err
+			}
 		}
 		p, err := startProcess(processSpec{
 			name: "postgres",
@@ -89,7 +92,7 @@ func startPostgres(ctx context.Context, dir, logsDir string, logger *slog.Logger
 			return p, port, nil
 		}
 		p.stop(syscall.SIGQUIT, 5*time.Second)
-		if attempt < 3 && p.addrInUse() {
+		if attempt < 3 && fixed == 0 && p.addrInUse() {
 			logger.Info("postgres port was taken, retrying", "port", port)
 			continue
 		}

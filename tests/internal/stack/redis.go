@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -84,11 +83,7 @@ func pingRedis(ctx context.Context, url string) error {
 // RestartRedis kills Redis (SIGKILL, as a crash: without persistence it comes back empty),
 // keeps it away for down, and starts it again on the same port.
 func (d *Datastores) RestartRedis(ctx context.Context, down time.Duration) error {
-	u, err := url.Parse(d.RedisURL)
-	if err != nil {
-		return err
-	}
-	port, err := strconv.Atoi(u.Port())
+	port, err := portOf(d.RedisURL)
 	if err != nil {
 		return err
 	}

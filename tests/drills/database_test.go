@@ -37,7 +37,13 @@ func TestDatabaseRestarted(t *testing.T) {
 	})
 	databaseOutage(t, "restart", "203.0.113.30",
 		func() error { bench.Datastores.CrashMongo(); down = true; return nil },
-		func() error { down = false; return bench.Datastores.StartMongoAgain(context.Background()) })
+		func() error {
+			if err := bench.Datastores.StartMongoAgain(context.Background()); err != nil {
+				return err
+			}
+			down = false
+			return nil
+		})
 }
 
 // databaseOutage takes the MongoDB wire server away for 10 s with begin and brings it back

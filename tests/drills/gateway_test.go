@@ -29,7 +29,8 @@ func TestGatewayKilled(t *testing.T) {
 	rep.figure("cache entries before the kill", gauge(t, svcs.MetricsURLs["gateway"], "linkmesh_redirect_cache_entries"))
 
 	const onKilled, onSurvivor = "redirect via the killed gateway", "redirect via the surviving gateway"
-	stopKilled := follow(t, rep, onKilled, viaKilled, []string{killed}, 2, 5*time.Millisecond)
+	const killedVisitors = 2
+	stopKilled := follow(t, rep, onKilled, viaKilled, []string{killed}, killedVisitors, 5*time.Millisecond)
 	defer stopKilled()
 	stopSurvivor := follow(t, rep, onSurvivor, viaSurvivor, []string{survivor}, 2, 5*time.Millisecond)
 	defer stopSurvivor()
@@ -89,8 +90,10 @@ func TestGatewayKilled(t *testing.T) {
 	if storedSurvivor != answeredSurvivor {
 		t.Errorf("the surviving gateway answered %d visits with 302 and %d clicks were stored", answeredSurvivor, storedSurvivor)
 	}
-	if storedKilled != answered {
-		t.Errorf("the killed gateway answered %d visits with 302 and %d clicks were stored", answered, storedKilled)
+	// A visit is spooled just before its 302 is written: the kill may fall between the two
+	// for each of the 2 visitors' requests in flight, stored with no answer counted.
+	if storedKilled < answered || storedKilled > answered+killedVisitors {
+		t.Errorf("the killed gateway answered %d visits with 302 and %d clicks were stored (at most %d more may be in flight)", answered, storedKilled, killedVisitors)
 	}
 }
 

@@ -95,7 +95,7 @@ func newRecorder(cfg *config.Config, env *service.Env) (*clicks.Recorder, func()
 		Enricher: enricher, Producer: producer, Logger: env.Logger})
 	if err != nil {
 		closeGeo()
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("LINKMESH_CLICK_SPOOL=%q: %w", cfg.ClickSpool, err)
 	}
 	return rec, closeGeo, nil
 }

@@ -35,8 +35,8 @@ func measure(reg *metrics.Registry, cache *redirect.Cache, rec *clicks.Recorder)
 		return float64(c)
 	})
 	reg.CounterFunc("clicks_enqueued_total", "Visits taken by the click spool.", func() float64 { return float64(rec.Accepted()) })
-	reg.CounterFunc("clicks_dropped_total", "Visits lost in the gateway: refused by a full spool, unreadable in the spool at start, or not written at shutdown (kept for the next start when the spool is a file).",
-		func() float64 { return float64(rec.Dropped() + rec.Lost()) })
+	reg.CounterFunc("clicks_dropped_total", "Visits lost in the gateway: refused by a full spool, unreadable in the spool at start, or, with the spool in memory, not written by shutdown.",
+		func() float64 { return float64(rec.Dropped()) })
 	reg.CounterFunc("clicks_published_total", "Clicks written to the clicks stream.", func() float64 { return float64(rec.Published()) })
 	reg.CounterFunc("clicks_robots_total", "Visits recognised as crawlers or link previews, recorded as no click.", func() float64 { return float64(rec.Robots()) })
 }

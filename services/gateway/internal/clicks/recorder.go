@@ -28,6 +28,8 @@ type Recorder struct {
 	mu       sync.Mutex
 	spool    *spool
 	held     int // visits in the spool
+	drain    time.Duration
+	stopped  bool // Run has returned
 	capacity int
 	accepted int64
 	buf      []byte
@@ -82,7 +84,10 @@ func NewRecorder(opts RecorderOptions) (*Recorder, error) {
 		return nil, err
 	}
 	r := &Recorder{spool: sp, held: carried, capacity: opts.QueueSize, enricher: opts.Enricher, producer: opts.Producer,
-		log: opts.Logger, drops: logging.Limiter{Every: logEvery}, buf: make([]byte, 0, maxRecord)}
+		log: opts.Logger, drops: logging.Limiter{Every: logEvery}, buf: make([]byte, 0, maxRecord), drain: drainTimeout}
+	if opts.SpoolPath != "" && !inMemory(opts.SpoolPath) {
+		r.log.Warn("click spool is not on a memory-backed file system (tmpfs): the client addresses it holds may be written to disk", "path", opts.SpoolPath)
+	}
 	if carried > 0 || lost > 0 {
 		r.log.Info("click spool: visits left by the last run are sent now", "visits", carried, "unreadable_or_beyond_size", lost)
 	}
@@ -108,11 +113,13 @@ func (r *Recorder) Record(v Visit) {
 func (r *Recorder) spoolVisit(v *Visit) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.held >= r.capacity {
+	if r.held >= r.capacity || (r.stopped && r.spool.file == nil) {
 		return false
 	}
 	r.buf = r.spool.encode(r.buf[:0], v)
-	if !r.spool.append(r.buf) {
+	ok := r.spool.append(r.buf)
+	clear(r.buf) // it holds the client's address
+	if !ok {
 		return false
 	}
 	r.held++
@@ -120,7 +127,9 @@ func (r *Recorder) spoolVisit(v *Visit) bool {
 	return true
 }
 
-// Accepted, Dropped and Robots count visits taken, visits refused by a full spool, and
+// Accepted, Dropped and Robots count visits taken; visits lost: refused by a full spool,
+// unreadable in the spool, or left in a spool in memory at shutdown (the producer writes
+// only what the spool still holds, so whatever it fails to write is among these); and
 // visits that turned out to be crawlers.
 func (r *Recorder) Accepted() int64 {
 	r.mu.Lock()
@@ -128,10 +137,6 @@ func (r *Recorder) Accepted() int64 {
 	return r.accepted
 }
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
-
-// Lost counts the clicks the producer could not write: refused once it stopped, or given up
-// at shutdown with Redis away (a spool file keeps those for the next start).
-func (r *Recorder) Lost() int64 { return r.producer.Dropped() + r.producer.Failed() }
 
 // Published counts the clicks written to the stream.
 func (r *Recorder) Published() int64 { return r.producer.Sent() }
@@ -171,15 +176,34 @@ func (r *Recorder) Run(ctx context.Context) {
 		case <-t.C:
 			r.step()
 		case <-ctx.Done():
-			deadline := time.Now().Add(drainTimeout)
+			deadline := time.Now().Add(r.drain)
 			for r.step() > 0 && time.Now().Before(deadline) {
 				time.Sleep(handOff)
 			}
 			stopProducer()
 			<-done
 			r.settle()
+			r.stop()
 			return
 		}
+	}
+}
+
+// stop ends the recording: visits still held are lost with a spool in memory, and counted
+// so, or wait in the spool file for the next start; from now on Record drops (in memory)
+// or keeps filling the file.
+func (r *Recorder) stop() {
+	r.mu.Lock()
+	r.stopped = true
+	left := r.held
+	r.mu.Unlock()
+	switch {
+	case left == 0:
+	case r.spool.file == nil:
+		r.dropped.Add(int64(left))
+		r.log.Error("click spool: visits not written to the stream before shutdown are lost", "visits", left)
+	default:
+		r.log.Warn("click spool: visits not written to the stream before shutdown wait in the spool file for the next start", "visits", left)
 	}
 }
 
@@ -189,15 +213,19 @@ func (r *Recorder) step() int {
 	r.settle()
 	room := r.producer.Capacity() - r.producer.Pending()
 	r.mu.Lock()
-	head := r.spool.head
+	head, appended := r.spool.head, r.spool.appended
 	r.mu.Unlock()
 	taken := 0
 	for int64(taken) < room {
 		rec, ok, bad := r.spool.next(head)
 		if bad {
-			// Only a damaged file could hold such bytes; what follows cannot be read.
-			r.log.Error("click spool: unreadable bytes; the visits after them are dropped")
-			r.spool.read = head
+			// keep checked the file at start, so only memory gone bad could get here;
+			// what follows cannot be read, and is counted dropped and let go.
+			left := int(appended - r.spool.taken)
+			r.dropped.Add(int64(left))
+			r.log.Error("click spool: unreadable bytes; the visits after them are dropped", "visits", left)
+			r.spool.read, r.spool.taken = head, appended
+			taken += left
 			break
 		}
 		if !ok {
@@ -240,9 +268,13 @@ func (r *Recorder) settle() {
 		return
 	}
 	r.marks = append(r.marks[:0], r.marks[i:]...)
-	r.spool.zeroBefore(end)
+	// The file's tail moves first: a crash after it leaves no settled visit to send again,
+	// and a crash before it only settled visits that the event IDs keep from counting twice.
+	// The writers' tail moves last, once the bytes are zeroed, as they may then reuse them.
+	r.spool.store(offTail, end)
+	r.spool.zeroRange(r.spool.tail, end)
 	r.mu.Lock()
-	r.spool.setTail(end)
+	r.spool.tail = end
 	r.held -= visits
 	r.mu.Unlock()
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/netip"
 	"os"
@@ -42,6 +43,10 @@ type spool struct {
 	lock   *os.File // held for the process's life: one gateway per spool
 	prefix [8]byte  // event IDs: prefix, then the record's sequence number
 	seq    uint64   // the next sequence number
+	// damaged marks an earlier process's file whose header cannot be trusted.
+	damaged bool
+	// appended and taken count the records written (under the writers' lock) and read.
+	appended, taken uint64
 
 	head, read, tail uint64
 }
@@ -66,14 +71,19 @@ const (
 	spoolFileOK = 0o600
 )
 
+// maxPosition bounds the positions a spool file may claim: far beyond what a ring can reach
+// (2^62 bytes), and far enough from 2^64 that no sum of positions overflows.
+const maxPosition = 1 << 62
+
 // openSpool maps path as a spool of size bytes, or makes one in process memory when path is
-// empty. The visits an earlier process left in the file are carried over into the new
-// ring (written beside it and renamed over it, so a crash in between loses nothing);
-// carried reports how many, lost how many could not be: unreadable, or beyond a smaller
-// ring.
+// empty. The visits an earlier process left in the file are kept: in place when the file
+// has the size asked for, else carried into a ring of the new size written beside it and
+// renamed over it (so a crash in between loses nothing; that once needs room for both).
+// carried reports how many visits were kept, lost how many could not be: unreadable, or
+// beyond a smaller ring. A file that is no spool is refused, never overwritten.
 func openSpool(path string, size int) (s *spool, carried, lost int, err error) {
-	if size < minSpool {
-		return nil, 0, 0, fmt.Errorf("click spool of %d bytes: at least %d", size, minSpool)
+	if size < minSpool || uint64(size) > maxSpool {
+		return nil, 0, 0, fmt.Errorf("click spool of %d bytes: between %d and %d", size, minSpool, uint64(maxSpool))
 	}
 	s = &spool{size: uint64(size)}
 	if _, err := rand.Read(s.prefix[:]); err != nil {
@@ -91,43 +101,155 @@ func openSpool(path string, size int) (s *spool, carried, lost int, err error) {
 	}
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		_ = lock.Close()
-		return nil, 0, 0, fmt.Errorf("click spool %s is in use by another process: %w", path, err)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, 0, 0, fmt.Errorf("click spool %s is in use by another process", path)
+		}
+		return nil, 0, 0, fmt.Errorf("click spool %s: lock: %w", path, err)
 	}
 	s.lock = lock
-	left, lost, err := leftovers(path)
-	if err != nil {
-		s.close()
-		return nil, 0, 0, err
-	}
-	if err := s.create(path); err != nil {
-		s.close()
-		return nil, 0, 0, err
-	}
-	for _, rec := range left {
-		if !s.append(rec) {
-			lost++
-		} else {
-			carried++
+	defer func() {
+		if err != nil {
+			s.close()
+			s = nil
 		}
+	}()
+	old, err := mapExisting(path)
+	if err != nil {
+		return s, 0, 0, err
+	}
+	if old != nil && old.size == s.size {
+		carried, lost = old.keep()
+		old.prefix = s.prefix
+		copy(old.mem[offPrefix:], s.prefix[:])
+		old.lock, s = lock, old
+		return s, carried, lost, nil
+	}
+	if err := s.create(path + ".new"); err != nil {
+		old.close()
+		return s, 0, 0, err
+	}
+	if old != nil {
+		_, lost = old.keep()
+		for {
+			rec, ok, _ := old.next(old.head)
+			if !ok {
+				break
+			}
+			if s.append(rec) {
+				carried++
+			} else {
+				lost++
+			}
+		}
+		old.zeroRange(old.tail, old.head) // the visits are in the new ring now
+		old.close()
 	}
 	if err := os.Rename(path+".new", path); err != nil {
-		s.close()
-		return nil, 0, 0, fmt.Errorf("click spool: %w", err)
+		return s, 0, 0, fmt.Errorf("click spool: %w", err)
 	}
 	return s, carried, lost, nil
 }
 
-// create makes the new ring's file beside path and maps it.
+// inMemory reports whether the file system holding path keeps its files in memory (tmpfs,
+// ramfs), as a spool holding client addresses should be.
+func inMemory(path string) bool {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return false
+	}
+	const tmpfsMagic, ramfsMagic = 0x01021994, 0x858458f6
+	return st.Type == tmpfsMagic || st.Type == ramfsMagic
+}
+
+// maxSpool is the largest ring (LINKMESH_CLICK_SPOOL_MB's bound).
+const maxSpool = 4 << 30
+
+// mapExisting maps the spool file at path as it was left, or returns nil when there is
+// none. A spool whose header cannot be trusted comes back marked damaged (keep counts it as
+// one loss and empties it); a file that is no spool at all is an error: it is not ours to
+// overwrite.
+func mapExisting(path string) (*spool, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("click spool: %w", err)
+	}
+	var hdr [headerSize]byte
+	fi, err := f.Stat()
+	if err == nil {
+		_, err = io.ReadFull(f, hdr[:])
+	}
+	if err != nil || string(hdr[:len(spoolMagic)]) != spoolMagic {
+		_ = f.Close()
+		return nil, fmt.Errorf("click spool: %s is not a click spool (remove it, or set LINKMESH_CLICK_SPOOL to a path of its own)", path)
+	}
+	size := binary.LittleEndian.Uint64(hdr[offSize:])
+	tail, head := binary.LittleEndian.Uint64(hdr[offTail:]), binary.LittleEndian.Uint64(hdr[offHead:])
+	o := &spool{size: size, file: f, head: head, read: tail, tail: tail, damaged: true}
+	if size < minSpool || size > maxSpool || fi.Size() != int64(headerSize+size) {
+		o.size = 0 // nothing to map
+		return o, nil
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, headerSize+int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("click spool: map %s: %w", path, err)
+	}
+	o.mem, o.ring = mem, mem[headerSize:]
+	o.damaged = tail > head || head >= maxPosition || head-tail > size
+	return o, nil
+}
+
+// keep checks the records an earlier process left between tail and head, cuts the ring
+// at the first that cannot be read, and zeroes everything else; it reports the records
+// kept and, as one loss, any damage. The records are then read again from tail.
+func (o *spool) keep() (kept, lost int) {
+	if o.damaged {
+		o.tail, o.head, o.read = 0, 0, 0
+		lost = 1
+	}
+	for {
+		at := o.read
+		_, ok, bad := o.next(o.head)
+		if bad {
+			o.head, lost = at, 1
+			break
+		}
+		if !ok {
+			break
+		}
+		kept++
+	}
+	if o.ring != nil {
+		o.zeroRange(o.head, o.tail+o.size) // what is no visit: settled, torn or damaged
+		o.store(offTail, o.tail)
+		o.store(offHead, o.head)
+	}
+	o.read, o.appended, o.taken = o.tail, uint64(kept), 0
+	return kept, lost
+}
+
+// create makes a ring's file at path, its room reserved (a full file system is an error
+// now, not a fault later), and maps it.
 func (s *spool) create(path string) error {
-	f, err := os.OpenFile(path+".new", os.O_CREATE|os.O_RDWR|os.O_TRUNC, spoolFileOK)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, spoolFileOK)
 	if err != nil {
 		return fmt.Errorf("click spool: %w", err)
 	}
-	if err := f.Truncate(int64(headerSize + s.size)); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("click spool: %w", err)
+	n := int64(headerSize + s.size)
+	if err := syscall.Fallocate(int(f.Fd()), 0, 0, n); err != nil {
+		if !errors.Is(err, syscall.EOPNOTSUPP) {
+			_ = f.Close()
+			return fmt.Errorf("click spool: reserve %d bytes for %s: %w", n, path, err)
+		}
+		if err := f.Truncate(n); err != nil { // a file system that cannot reserve
+			_ = f.Close()
+			return fmt.Errorf("click spool: %w", err)
+		}
 	}
-	mem, err := syscall.Mmap(int(f.Fd()), 0, headerSize+int(s.size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	mem, err := syscall.Mmap(int(f.Fd()), 0, int(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		_ = f.Close()
 		return fmt.Errorf("click spool: map %s: %w", path, err)
@@ -155,42 +277,10 @@ func (s *spool) init() {
 	s.store(offHead, 0)
 }
 
-// store and load are atomic, so that a header word is never seen half-written and a store
+// store writes a header word atomically, so that it is never seen half-written and a store
 // of head comes after the record it covers.
 func (s *spool) store(off int, v uint64) {
 	atomic.StoreUint64((*uint64)(unsafe.Pointer(&s.mem[off])), v)
-}
-
-// leftovers reads the records an earlier process left in the spool at path, each with its
-// event ID; a missing file has none, an unreadable one is counted lost.
-func leftovers(path string) (recs [][]byte, lost int, err error) {
-	old, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("click spool: %w", err)
-	}
-	defer clear(old) // it holds client addresses
-	if len(old) < headerSize || string(old[:len(spoolMagic)]) != spoolMagic {
-		return nil, 1, nil
-	}
-	size := binary.LittleEndian.Uint64(old[offSize:])
-	tail, head := binary.LittleEndian.Uint64(old[offTail:]), binary.LittleEndian.Uint64(old[offHead:])
-	if size < minSpool || uint64(len(old)) != headerSize+size || tail > head || head-tail > size {
-		return nil, 1, nil
-	}
-	o := &spool{mem: old, ring: old[headerSize:], size: size, head: head, read: tail, tail: tail}
-	for {
-		rec, ok, bad := o.next(o.head)
-		if bad {
-			return recs, lost + 1, nil
-		}
-		if !ok {
-			return recs, lost, nil
-		}
-		recs = append(recs, append([]byte(nil), rec...))
-	}
 }
 
 // room is how many bytes a record of n needs at head: its own and the ring's end it skips.
@@ -220,6 +310,7 @@ func (s *spool) append(rec []byte) bool {
 	copy(s.ring[off+lenSize:], rec)
 	s.head += uint64(lenSize + len(rec))
 	s.store(offHead, s.head)
+	s.appended++
 	return true
 }
 
@@ -228,44 +319,48 @@ func (s *spool) append(rec []byte) bool {
 func (s *spool) next(head uint64) (rec []byte, ok, bad bool) {
 	for s.read < head {
 		off := s.read % s.size
-		if s.size-off < lenSize {
-			s.read += s.size - off
-			continue
+		n := wrapMark // fewer bytes than a length left: the writer went on at the next lap
+		if s.size-off >= lenSize {
+			n = binary.LittleEndian.Uint32(s.ring[off:])
 		}
-		n := binary.LittleEndian.Uint32(s.ring[off:])
 		if n == wrapMark {
+			if s.size-off > head-s.read { // a writer skips only to write beyond
+				return nil, false, true
+			}
 			s.read += s.size - off
 			continue
 		}
-		if n < idSize || uint64(n) > s.size-off-lenSize || s.read+lenSize+uint64(n) > head {
+		if n < idSize || uint64(n) > s.size-off-lenSize || uint64(n)+lenSize > head-s.read {
 			return nil, false, true
 		}
 		s.read += lenSize + uint64(n)
+		s.taken++
 		return s.ring[off+lenSize : off+lenSize+uint64(n)], true, false
 	}
 	return nil, false, false
 }
 
-// zeroBefore zeroes the records between tail and pos, which the stream now has. It runs
-// outside the writers' lock, before setTail frees their room under it: no writer reaches
-// past tail.
-func (s *spool) zeroBefore(pos uint64) {
-	for p := s.tail; p < pos; {
+// zeroRange zeroes the ring's bytes from position from up to to (at most one lap).
+func (s *spool) zeroRange(from, to uint64) {
+	for p := from; p < to; {
 		off := p % s.size
-		n := min(pos-p, s.size-off)
+		n := min(to-p, s.size-off)
 		clear(s.ring[off : off+n])
 		p += n
 	}
 }
 
-func (s *spool) setTail(pos uint64) {
-	s.tail = pos
-	s.store(offTail, pos)
-}
-
+// close unmaps the file and lets go of the lock; the file keeps what is unsettled. Only
+// for a spool no recorder uses (tests, and an earlier process's file once carried over).
 func (s *spool) close() {
-	if s.file != nil {
+	if s == nil {
+		return
+	}
+	if s.mem != nil && s.file != nil {
 		_ = syscall.Munmap(s.mem)
+		s.mem, s.ring = nil, nil
+	}
+	if s.file != nil {
 		_ = s.file.Close()
 		s.file = nil
 	}

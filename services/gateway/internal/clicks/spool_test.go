@@ -3,12 +3,14 @@ package clicks
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,8 +111,7 @@ func TestSpoolRingWrapsAndFills(t *testing.T) {
 			}
 			read++
 		}
-		s.zeroBefore(s.read)
-		s.setTail(s.read)
+		release(s, s.read)
 		if !bytes.Equal(s.ring, make([]byte, len(s.ring))) && s.tail == s.head {
 			t.Fatal("bytes of records let go are still in the ring")
 		}
@@ -120,80 +121,159 @@ func TestSpoolRingWrapsAndFills(t *testing.T) {
 	}
 }
 
-// A spool file outlives its process: a second process finds the visits not let go, in
-// order and under their event IDs, and none that were; a second process cannot open a spool
-// in use, and a damaged or smaller file is counted, not trusted.
-func TestSpoolFileCarriesVisitsOver(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "clicks.spool")
-	s, carried, lost, err := openSpool(path, 2*minSpool)
-	if err != nil || carried != 0 || lost != 0 {
-		t.Fatalf("new spool: %v, carried %d lost %d", err, carried, lost)
-	}
-	if _, _, _, err := openSpool(path, 2*minSpool); err == nil || !strings.Contains(err.Error(), "in use") {
-		t.Fatalf("a spool in use opened again: %v", err)
-	}
+// release lets go of the records before pos as settle does: the file's tail, the bytes,
+// then the writers' tail.
+func release(s *spool, pos uint64) {
+	s.store(offTail, pos)
+	s.zeroRange(s.tail, pos)
+	s.tail = pos
+}
+
+// fill appends n visits and returns their event IDs.
+func fill(t *testing.T, s *spool, n int, big bool) []string {
+	t.Helper()
 	var ids []string
-	for i := range 100 {
+	for i := range n {
 		v := testVisit(i)
+		if big {
+			v.UserAgent, v.Referer = strings.Repeat("a", maxUA), strings.Repeat("r", maxReferer)
+		}
 		rec := s.encode(nil, &v)
 		if !s.append(rec) {
-			t.Fatal("ring full")
+			t.Fatalf("ring full after %d visits", i)
 		}
 		d, _ := decode(rec)
 		ids = append(ids, d.EventID)
 	}
-	for range 40 { // the first 40 are on the stream and let go; 10 more taken only
+	return ids
+}
+
+// readAll reads every record from s's read position and returns their event IDs.
+func readAll(s *spool) []string {
+	var ids []string
+	for {
+		rec, ok, _ := s.next(s.head)
+		if !ok {
+			return ids
+		}
+		v, _ := decode(rec)
+		ids = append(ids, v.EventID)
+	}
+}
+
+// zeroOutside reports whether the file's ring is zero everywhere but between tail and head.
+func zeroOutside(t *testing.T, path string) bool {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &spool{mem: raw, ring: raw[headerSize:], size: uint64(len(raw) - headerSize)}
+	tail, head := binary.LittleEndian.Uint64(raw[offTail:]), binary.LittleEndian.Uint64(raw[offHead:])
+	o.zeroRange(tail, head) // blank the visits kept; all else must be zero already
+	return bytes.Equal(o.ring, make([]byte, len(o.ring)))
+}
+
+// A spool file outlives its process: the next process keeps, in place, the visits not let
+// go — in order, under their event IDs — and none that were, not even a crash between the
+// two steps of letting go; a second process cannot open a spool in use.
+func TestSpoolFileKeepsVisitsInPlace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "clicks.spool")
+	s, carried, lost, err := openSpool(path, minSpool)
+	if err != nil || carried != 0 || lost != 0 {
+		t.Fatalf("new spool: %v, carried %d lost %d", err, carried, lost)
+	}
+	if _, _, _, err := openSpool(path, minSpool); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("a spool in use opened again: %v", err)
+	}
+	ids := fill(t, s, 100, false)
+	for range 40 { // the first 40 are on the stream and let go; 10 more taken only, and
 		s.next(s.head)
 	}
-	s.zeroBefore(s.read)
-	s.setTail(s.read)
+	release(s, s.read)
 	for range 10 {
 		s.next(s.head)
 	}
+	for range 5 { // 5 more: all 55 settled, and a crash once the file's tail has moved past them
+		s.next(s.head)
+	}
+	s.store(offTail, s.read)
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != spoolFileOK {
 		t.Fatalf("spool file %v, %v", fi, err)
 	}
-	s.close() // as a crash would leave it: nothing flushed, nothing removed
+	s.close() // as a crash leaves it: nothing flushed, nothing removed
 
 	s, carried, lost, err = openSpool(path, minSpool)
-	if err != nil || carried != 60 || lost != 0 {
-		t.Fatalf("reopened: %v, carried %d lost %d; want 60 and 0", err, carried, lost)
+	if err != nil || carried != 45 || lost != 0 {
+		t.Fatalf("reopened: %v, carried %d lost %d; want 45 and 0", err, carried, lost)
 	}
-	for i := 40; i < 100; i++ {
-		rec, ok, _ := s.next(s.head)
-		v, _ := decode(rec)
-		if !ok || v.EventID != ids[i] || v.LinkID != testVisit(i).LinkID {
-			t.Fatalf("visit %d came back as %+v", i, v)
+	if got := readAll(s); !slices.Equal(got, ids[55:]) {
+		t.Fatalf("visits came back as %d IDs, want ids 55-99 in order", len(got))
+	}
+	if !zeroOutside(t, path) {
+		t.Fatal("bytes of visits let go are still in the file")
+	}
+	// New visits go on from there, under a prefix of their own.
+	more := fill(t, s, 3, false)
+	if more[0][:16] == ids[0][:16] || slices.Contains(ids, more[0]) {
+		t.Fatalf("a new visit took an old event ID prefix: %s", more[0])
+	}
+	s.close()
+}
+
+// A spool of another size is carried into a new ring: what fits, the rest counted lost. A
+// damaged spool is counted as one loss and starts empty, without hanging on absurd
+// positions; a file that is no spool is refused and left alone.
+func TestSpoolFileOfAnotherSizeOrDamaged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "clicks.spool")
+	s, _, _, _ := openSpool(path, 2*minSpool)
+	n := len(fill(t, s, (2*minSpool)/(maxRecord+lenSize)-1, true)) // more than 1 MiB of visits
+	s.close()
+	s, carried, lost, err := openSpool(path, minSpool)
+	if err != nil || carried+lost != n || lost == 0 || carried < n/3 {
+		t.Fatalf("into a smaller ring: %v, carried %d lost %d of %d", err, carried, lost, n)
+	}
+	if fi, _ := os.Stat(path); fi.Size() != headerSize+minSpool {
+		t.Fatalf("the spool file is %d bytes, want the new size", fi.Size())
+	}
+	if _, err := os.Stat(path + ".new"); err == nil {
+		t.Fatal("the new ring's file is left beside the spool")
+	}
+	s.close()
+
+	for name, damage := range map[string]func(f *os.File){
+		"tail past head":  func(f *os.File) { _, _ = f.WriteAt(binary.LittleEndian.AppendUint64(nil, 1<<40), offTail) },
+		"head at the end": func(f *os.File) { _, _ = f.WriteAt(binary.LittleEndian.AppendUint64(nil, ^uint64(0)), offHead) },
+		"cut short":       func(f *os.File) { _ = f.Truncate(headerSize + 100) },
+		"records of ones": func(f *os.File) {
+			_, _ = f.WriteAt(bytes.Repeat([]byte{0xff}, 1000), headerSize)
+			_, _ = f.WriteAt(binary.LittleEndian.AppendUint64(nil, 1000), offHead)
+		},
+	} {
+		s, _, _, _ := openSpool(path, minSpool)
+		fill(t, s, 3, false)
+		s.close()
+		f, _ := os.OpenFile(path, os.O_RDWR, 0)
+		damage(f)
+		_ = f.Close()
+		s, carried, lost, err := openSpool(path, minSpool)
+		if err != nil || carried != 0 || lost != 1 {
+			t.Fatalf("%s: %v, carried %d lost %d; want 0 and 1", name, err, carried, lost)
 		}
+		fill(t, s, 3, false) // and it works
+		if got := len(readAll(s)); got != 3 {
+			t.Fatalf("%s: %d visits read back after the repair", name, got)
+		}
+		s.close()
 	}
-	if _, ok, _ := s.next(s.head); ok {
-		t.Fatal("more visits came back than were left")
-	}
-	s.close()
 
-	// A smaller ring takes what fits and counts the rest.
-	s, _, _, _ = openSpool(path, minSpool)
-	big := Visit{LinkID: "l", UserAgent: strings.Repeat("a", maxUA), Referer: strings.Repeat("r", maxReferer)}
-	n := 0
-	for s.append(s.encode(nil, &big)) {
-		n++
+	other := filepath.Join(t.TempDir(), "notes.txt")
+	_ = os.WriteFile(other, []byte("not a spool"), 0o644)
+	if _, _, _, err := openSpool(other, minSpool); err == nil || !strings.Contains(err.Error(), "not a click spool") {
+		t.Fatalf("a foreign file opened as a spool: %v", err)
 	}
-	s.close()
-	// Damage the header: the next process starts empty and counts one loss.
-	raw, _ := os.ReadFile(path)
-	if bytes.Contains(raw[headerSize:], []byte("2001:db8")) {
-		t.Fatal("an address is in the file as text")
-	}
-	f, _ := os.OpenFile(path, os.O_WRONLY, 0)
-	_, _ = f.WriteAt([]byte("garbage!"), 0)
-	_ = f.Close()
-	s, carried, lost, err = openSpool(path, minSpool)
-	if err != nil || carried != 0 || lost != 1 {
-		t.Fatalf("damaged file: %v, carried %d lost %d", err, carried, lost)
-	}
-	s.close()
-	if n < 2 {
-		t.Fatalf("only %d large records fit", n)
+	if b, _ := os.ReadFile(other); string(b) != "not a spool" {
+		t.Fatalf("a foreign file was overwritten: %q", b)
 	}
 }
 
@@ -313,6 +393,51 @@ func TestRecorderWaitsForTheProducer(t *testing.T) {
 	}
 	if d, _ := r.Queue(); d != 10 {
 		t.Fatalf("the spool holds %d visits, want all 10 until the stream has them", d)
+	}
+}
+
+// A recorder in memory that cannot write its visits before it stops counts them dropped,
+// and drops what comes after; with a file it keeps both for the next start.
+func TestRecorderStoppedWithVisitsLeft(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 50 * time.Millisecond})
+	defer rdb.Close()
+	browser := "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"
+	for _, path := range []string{"", filepath.Join(t.TempDir(), "s")} {
+		e, _ := NewEnricher(nil, fixedSalt{})
+		p, err := stream.NewProducer(stream.ProducerOptions{Client: rdb, Stream: "clicks", Logger: log, QueueSize: 2, DrainTimeout: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewRecorder(RecorderOptions{QueueSize: 100, SpoolPath: path, SpoolSize: minSpool, Enricher: e, Producer: p, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.drain = 100 * time.Millisecond
+		for i := range 5 {
+			v := testVisit(i)
+			v.UserAgent = browser
+			r.Record(v)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r.Run(ctx)
+		v := testVisit(9)
+		v.UserAgent = browser
+		r.Record(v)
+		d, _ := r.Queue()
+		if path == "" && (r.Dropped() != 6 || d != 5) {
+			t.Errorf("in memory: dropped %d, held %d; want the 5 left at shutdown and the one after counted dropped", r.Dropped(), d)
+		}
+		if path != "" {
+			if r.Dropped() != 0 || d != 6 {
+				t.Errorf("in a file: dropped %d, held %d; want 0 and all 6 kept", r.Dropped(), d)
+			}
+			r.spool.close()
+			if _, carried, _, _ := openSpool(path, minSpool); carried != 6 {
+				t.Errorf("the next start finds %d visits, want 6", carried)
+			}
+		}
 	}
 }
 

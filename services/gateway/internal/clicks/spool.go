@@ -239,20 +239,22 @@ func (s *spool) create(path string) error {
 		return fmt.Errorf("click spool: %w", err)
 	}
 	n := int64(headerSize + s.size)
+	fail := func(err error) error {
+		_ = f.Close()
+		_ = os.Remove(path)
+		return fmt.Errorf("click spool: %w", err)
+	}
 	if err := syscall.Fallocate(int(f.Fd()), 0, 0, n); err != nil {
 		if !errors.Is(err, syscall.EOPNOTSUPP) {
-			_ = f.Close()
-			return fmt.Errorf("click spool: reserve %d bytes for %s: %w", n, path, err)
+			return fail(fmt.Errorf("reserve %d bytes for %s: %w", n, path, err))
 		}
 		if err := f.Truncate(n); err != nil { // a file system that cannot reserve
-			_ = f.Close()
-			return fmt.Errorf("click spool: %w", err)
+			return fail(err)
 		}
 	}
 	mem, err := syscall.Mmap(int(f.Fd()), 0, int(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
-		_ = f.Close()
-		return fmt.Errorf("click spool: map %s: %w", path, err)
+		return fail(fmt.Errorf("map %s: %w", path, err))
 	}
 	s.file, s.mem = f, mem
 	touch(mem)

@@ -118,6 +118,12 @@ func openSpool(path string, size int) (s *spool, carried, lost int, err error) {
 		return s, 0, 0, err
 	}
 	if old != nil && old.size == s.size {
+		// A file written without reserving its room (a file system without fallocate) must
+		// not fault once memory runs short: reserve it now, or fail now.
+		if err := syscall.Fallocate(int(old.file.Fd()), 0, 0, int64(headerSize+old.size)); err != nil && !errors.Is(err, syscall.EOPNOTSUPP) {
+			old.close()
+			return s, 0, 0, fmt.Errorf("click spool: reserve %d bytes for %s: %w", headerSize+old.size, path, err)
+		}
 		carried, lost = old.keep()
 		old.prefix = s.prefix
 		copy(old.mem[offPrefix:], s.prefix[:])
@@ -141,12 +147,16 @@ func openSpool(path string, size int) (s *spool, carried, lost int, err error) {
 				lost++
 			}
 		}
-		old.zeroRange(old.tail, old.head) // the visits are in the new ring now
-		old.close()
 	}
 	if err := os.Rename(path+".new", path); err != nil {
+		old.close()
+		_ = os.Remove(path + ".new") // the old file still holds every visit
 		return s, 0, 0, fmt.Errorf("click spool: %w", err)
 	}
+	if old != nil && old.ring != nil {
+		old.zeroRange(old.tail, old.head) // the visits are in the new ring now; the old file is unlinked
+	}
+	old.close()
 	return s, carried, lost, nil
 }
 
@@ -178,6 +188,10 @@ func mapExisting(path string) (*spool, error) {
 	}
 	var hdr [headerSize]byte
 	fi, err := f.Stat()
+	if err == nil && fi.Size() == 0 {
+		_ = f.Close() // an empty file holds nothing to keep
+		return nil, nil
+	}
 	if err == nil {
 		_, err = io.ReadFull(f, hdr[:])
 	}

@@ -229,6 +229,8 @@ func TestSpoolFileOfAnotherSizeOrDamaged(t *testing.T) {
 	s, _, _, _ := openSpool(path, 2*minSpool)
 	n := len(fill(t, s, (2*minSpool)/(maxRecord+lenSize)-1, true)) // more than 1 MiB of visits
 	s.close()
+	// An earlier resize cut short by a crash left its new ring behind: it is made again.
+	_ = os.WriteFile(path+".new", []byte("half a ring"), 0o600)
 	s, carried, lost, err := openSpool(path, minSpool)
 	if err != nil || carried+lost != n || lost == 0 || carried < n/3 {
 		t.Fatalf("into a smaller ring: %v, carried %d lost %d of %d", err, carried, lost, n)

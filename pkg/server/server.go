@@ -13,10 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gofiber/contrib/otelfiber/v2"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -80,17 +78,10 @@ func New(opts Options) *Server {
 	s.app.Use("/internal", deadline)
 	s.app.Get("/healthz", func(c *fiber.Ctx) error { return ok(c) })
 	s.app.Get("/readyz", s.readyz)
-	// With tracing off the middleware would still build span attributes on every request;
-	// the redirect path can't afford that, so it is left out entirely. It answers the server
-	// span's traceparent; only W3C trace context crosses this edge, so a client's baggage
-	// is neither trusted inward nor echoed back.
+	// With tracing off there is no middleware at all. With it on, only W3C trace context
+	// crosses this edge, so a client's baggage is neither trusted inward nor echoed back.
 	if tp := opts.TracerProvider; tp != nil && !isNoop(tp) {
-		s.app.Use(otelfiber.Middleware(
-			otelfiber.WithTracerProvider(tp),
-			otelfiber.WithPropagators(propagation.TraceContext{}),
-			otelfiber.WithoutMetrics(true),
-			otelfiber.WithSpanNameFormatter(func(c *fiber.Ctx) string { return c.Method() + " " + c.Route().Path }),
-		))
+		s.app.Use(Tracing(tp))
 	}
 	return s
 }

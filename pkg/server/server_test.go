@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -234,12 +235,61 @@ func TestTracingAddsTraceparent(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	s := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		TracerProvider: trace.NewTracerProvider(trace.WithSpanProcessor(rec))})
-	s.App().Get("/x", func(c *fiber.Ctx) error { return errs.NotFound("gone") })
-	resp, _ := do(t, s, httptest.NewRequest("GET", "/x", nil))
+	s.App().Get("/x/:code", func(c *fiber.Ctx) error { return errs.NotFound("gone") })
+	s.App().Get("/boom", func(c *fiber.Ctx) error { return errors.New("broken") })
+	req := httptest.NewRequest("GET", "/x/abc?token=secret", nil)
+	req.Header.Set("User-Agent", "Visitor/1.0")
+	req.Header.Set("X-Forwarded-For", "203.0.113.9")
+	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	resp, body := do(t, s, req)
 	tp := resp.Header.Get("traceparent")
 	spans := rec.Ended()
 	if len(spans) != 1 || !strings.Contains(tp, spans[0].SpanContext().TraceID().String()) {
 		t.Fatalf("traceparent %q, spans %d", tp, len(spans))
+	}
+	sp := spans[0]
+	if resp.StatusCode != 404 || !strings.Contains(string(body), "gone") {
+		t.Fatalf("answer %d %s", resp.StatusCode, body)
+	}
+	if sp.SpanContext().TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || sp.Parent().SpanID().String() != "00f067aa0ba902b7" {
+		t.Errorf("the span does not continue the caller's trace: %s, parent %s", sp.SpanContext().TraceID(), sp.Parent().SpanID())
+	}
+	attrs := map[string]string{}
+	for _, a := range sp.Attributes() {
+		attrs[string(a.Key)] = a.Value.Emit()
+	}
+	want := map[string]string{"http.request.method": "GET", "http.route": "/x/:code", "url.path": "/x/abc", "http.response.status_code": "404"}
+	for k, v := range want {
+		if attrs[k] != v {
+			t.Errorf("attribute %s = %q, want %q (all: %v)", k, attrs[k], v, attrs)
+		}
+	}
+	if sp.Name() != "GET /x/:code" || sp.SpanKind().String() != "server" || sp.Status().Code != codes.Unset {
+		t.Errorf("span %q kind %s status %v", sp.Name(), sp.SpanKind(), sp.Status())
+	}
+	// Nothing about the visitor leaves in a trace.
+	for k, v := range attrs {
+		if strings.Contains(v, "203.0.113.9") || strings.Contains(v, "Visitor/1.0") || strings.Contains(v, "secret") || strings.HasPrefix(k, "client.") || strings.HasPrefix(k, "user_agent.") {
+			t.Errorf("the span carries %s=%q", k, v)
+		}
+	}
+
+	// A failure the handler does not classify is a 500 and an error span.
+	resp, _ = do(t, s, httptest.NewRequest("GET", "/boom", nil))
+	spans = rec.Ended()
+	if resp.StatusCode != 500 || len(spans) != 2 || spans[1].Status().Code != codes.Error || len(spans[1].Events()) == 0 {
+		t.Fatalf("failure: %d, %d spans, status %v, events %d", resp.StatusCode, len(spans), spans[len(spans)-1].Status(), len(spans[len(spans)-1].Events()))
+	}
+
+	// A span the sampler drops records nothing, and the answer still names the trace.
+	req = httptest.NewRequest("GET", "/x/abc", nil)
+	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")
+	dropped := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		TracerProvider: trace.NewTracerProvider(trace.WithSpanProcessor(rec), trace.WithSampler(trace.ParentBased(trace.AlwaysSample())))})
+	dropped.App().Get("/x/:code", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	resp, _ = do(t, dropped, req)
+	if got := resp.Header.Get("traceparent"); resp.StatusCode != 200 || !strings.HasPrefix(got, "00-4bf92f3577b34da6a3ce929d0e0e4736-") || !strings.HasSuffix(got, "-00") || len(rec.Ended()) != 2 {
+		t.Fatalf("unsampled: %d, traceparent %q, %d spans ended", resp.StatusCode, got, len(rec.Ended()))
 	}
 }
 

@@ -132,8 +132,8 @@ func TestClickAnalytics(t *testing.T) {
 	as(t, owner.cookie, "GET", "/api/user/links/"+code+"/analytics?days=366", "").wantError(t, 400, "days must be an integer between 1 and 365")
 }
 
-// scanForClientIPs looks through every document of every service database and every entry
-// of the clicks stream for a client address the tests used.
+// scanForClientIPs looks through every document of every service database, every entry of
+// the clicks stream and every span exported for a client address the tests used.
 func scanForClientIPs(ctx context.Context) error {
 	mc, err := mongo.Connect(options.Client().ApplyURI(mongoURI))
 	if err != nil {
@@ -182,6 +182,11 @@ func scanForClientIPs(ctx context.Context) error {
 	}
 	for _, x := range xs {
 		if err := found("the clicks stream", fmt.Sprint(x.Values)); err != nil {
+			return err
+		}
+	}
+	for _, sp := range otlp.all() {
+		if err := found("a span of "+sp.service, sp.String()); err != nil {
 			return err
 		}
 	}

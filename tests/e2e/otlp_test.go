@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -97,6 +98,13 @@ func (r *otlpReceiver) export(w http.ResponseWriter, req *http.Request) {
 	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = io.Copy(w, bytes.NewReader(out))
+}
+
+// all returns every span received.
+func (r *otlpReceiver) all() []span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.spans)
 }
 
 // trace returns the received spans of traceID.

@@ -256,7 +256,7 @@ func TestTracingAddsTraceparent(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range sp.Attributes() {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	want := map[string]string{"http.request.method": "GET", "http.route": "/x/:code", "url.path": "/x/abc", "http.response.status_code": "404"}
 	for k, v := range want {

@@ -92,12 +92,14 @@ const settle = 25 * time.Second
 
 func storedClicks(t *testing.T, code string, want int64, wait time.Duration, header map[string]string) int64 {
 	t.Helper()
+	var lastBody []byte
 	read := func() (int, int64) {
 		status, body := send(t, bench.Services.GatewayURL, "GET", "/api/user/links/"+code+"/analytics?days=1", "", header)
 		var a struct {
 			Total int64 `json:"total_clicks"`
 		}
 		_ = json.Unmarshal(body, &a)
+		lastBody = body
 		return status, a.Total
 	}
 	// Until every click is there, or until the count has stood still for settle with nothing
@@ -118,6 +120,15 @@ func storedClicks(t *testing.T, code string, want int64, wait time.Duration, hea
 		}
 	}
 	time.Sleep(2 * time.Second)
-	_, got := read()
-	return got
+	// The count is the answer's: a failed read is no count of 0.
+	for range 10 {
+		status, got := read()
+		if status == 200 {
+			return got
+		}
+		t.Logf("analytics of %s answered %d %s; asking again", code, status, lastBody)
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("analytics of %s never answered 200: %s", code, lastBody)
+	return 0
 }

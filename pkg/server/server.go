@@ -49,7 +49,12 @@ type Server struct {
 	ready    map[string]Check
 	draining atomic.Bool
 	metrics  *metrics.HTTP
+	edge     bool // set before serving; see PublicEdge
 }
+
+// PublicEdge marks the server as the one the public reaches: it continues no trace a client
+// sends (see Tracing). Call it before Serve.
+func (s *Server) PublicEdge() { s.edge = true }
 
 // New builds the app with probes and middleware installed; add routes with App.
 func New(opts Options) *Server {
@@ -81,7 +86,7 @@ func New(opts Options) *Server {
 	// With tracing off there is no middleware at all. With it on, only W3C trace context
 	// crosses this edge, so a client's baggage is neither trusted inward nor echoed back.
 	if tp := opts.TracerProvider; tp != nil && !isNoop(tp) {
-		s.app.Use(Tracing(tp))
+		s.app.Use(Tracing(tp, func() bool { return !s.edge }))
 	}
 	return s
 }

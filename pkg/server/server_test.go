@@ -281,6 +281,28 @@ func TestTracingAddsTraceparent(t *testing.T) {
 		t.Fatalf("failure: %d, %d spans, status %v, events %d", resp.StatusCode, len(spans), spans[len(spans)-1].Status(), len(spans[len(spans)-1].Events()))
 	}
 
+	// At the public edge a client's trace is linked, not continued: its sampled flag cannot
+	// have the request traced against the sampler.
+	edge := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		TracerProvider: trace.NewTracerProvider(trace.WithSpanProcessor(rec), trace.WithSampler(trace.ParentBased(trace.NeverSample())))})
+	edge.PublicEdge()
+	edge.App().Get("/x/:code", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	req = httptest.NewRequest("GET", "/x/abc", nil)
+	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	resp, _ = do(t, edge, req)
+	if got := resp.Header.Get("traceparent"); resp.StatusCode != 200 || got == "" || strings.Contains(got, "4bf92f3577b34da6a3ce929d0e0e4736") || len(rec.Ended()) != 2 {
+		t.Fatalf("edge: %d, traceparent %q, %d spans ended; want a trace of its own, unsampled", resp.StatusCode, got, len(rec.Ended()))
+	}
+	always := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		TracerProvider: trace.NewTracerProvider(trace.WithSpanProcessor(rec))})
+	always.PublicEdge()
+	always.App().Get("/x/:code", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	_, _ = do(t, always, req)
+	if spans := rec.Ended(); len(spans) != 3 || spans[2].Parent().IsValid() || len(spans[2].Links()) != 1 ||
+		spans[2].Links()[0].SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Fatalf("edge span: parent %v, links %v", spans[len(spans)-1].Parent(), spans[len(spans)-1].Links())
+	}
+
 	// A span the sampler drops records nothing, and the answer still names the trace.
 	req = httptest.NewRequest("GET", "/x/abc", nil)
 	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")
@@ -288,7 +310,7 @@ func TestTracingAddsTraceparent(t *testing.T) {
 		TracerProvider: trace.NewTracerProvider(trace.WithSpanProcessor(rec), trace.WithSampler(trace.ParentBased(trace.AlwaysSample())))})
 	dropped.App().Get("/x/:code", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	resp, _ = do(t, dropped, req)
-	if got := resp.Header.Get("traceparent"); resp.StatusCode != 200 || !strings.HasPrefix(got, "00-4bf92f3577b34da6a3ce929d0e0e4736-") || !strings.HasSuffix(got, "-00") || len(rec.Ended()) != 2 {
+	if got := resp.Header.Get("traceparent"); resp.StatusCode != 200 || !strings.HasPrefix(got, "00-4bf92f3577b34da6a3ce929d0e0e4736-") || !strings.HasSuffix(got, "-00") || len(rec.Ended()) != 3 {
 		t.Fatalf("unsampled: %d, traceparent %q, %d spans ended", resp.StatusCode, got, len(rec.Ended()))
 	}
 }

@@ -14,7 +14,7 @@ import (
 const tracingScope = "github.com/linkmesh/linkmesh/pkg/server"
 
 // Tracing starts a server span for every request, a child of the W3C trace context the
-// request carries, and answers its traceparent. It does no work for a span the sampler
+// request carries when that is trusted, and answers its traceparent. It does no work for a span the sampler
 // drops beyond starting it: names and attributes are set only on a recording span, so a
 // 1 % sample costs the other 99 % next to nothing (the contrib middleware built a copy of
 // every header and a dozen attributes per request, sampled or not).
@@ -26,13 +26,26 @@ const tracingScope = "github.com/linkmesh/linkmesh/pkg/server"
 //
 // An error from the handlers is answered here, through the app's error handler, so that
 // the span sees the status the client gets; the middleware then returns nil.
-func Tracing(tp trace.TracerProvider) fiber.Handler {
+//
+// trusted tells whether a request's trace context may be continued. At the public edge it
+// may not: a client's sampled flag would otherwise have every request it sends traced and
+// exported, whatever the sampling ratio, so the edge starts a trace of its own and only links
+// the client's.
+func Tracing(tp trace.TracerProvider, trusted func() bool) fiber.Handler {
 	tracer := tp.Tracer(tracingScope)
 	prop := propagation.TraceContext{}
 	return func(c *fiber.Ctx) error {
-		req := &c.Request().Header
-		ctx := prop.Extract(c.UserContext(), carrier{req})
-		ctx, span := tracer.Start(ctx, "HTTP", trace.WithSpanKind(trace.SpanKindServer)) // named below, once routed
+		ctx := c.UserContext()
+		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+		if c.Request().Header.Peek("traceparent") != nil {
+			in := prop.Extract(ctx, carrier{&c.Request().Header})
+			if trusted() {
+				ctx = in
+			} else if sc := trace.SpanContextFromContext(in); sc.IsValid() {
+				opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: sc}))
+			}
+		}
+		ctx, span := tracer.Start(ctx, "HTTP", opts...) // named below, once routed
 		defer span.End()
 		parent := c.UserContext()
 		c.SetUserContext(ctx)

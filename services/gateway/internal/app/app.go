@@ -50,6 +50,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	gate := session.NewGate(authClient, env.Keys, ips,
 		clientip.NewKeyer(cfg.IdentitySecret.Reveal()), cfg.CookieSecure)
 	transport := otelhttp.NewTransport(http.DefaultTransport, otelhttp.WithTracerProvider(env.TracerProvider))
+	env.Server.PublicEdge() // the public's trace context is linked, never continued
 	gwhttp.Register(env.Server.App(), gwhttp.Deps{
 		Links:      links,
 		Auth:       authClient,

@@ -240,6 +240,7 @@ func TestTracingAddsTraceparent(t *testing.T) {
 	req := httptest.NewRequest("GET", "/x/abc?token=secret", nil)
 	req.Header.Set("User-Agent", "Visitor/1.0")
 	req.Header.Set("X-Forwarded-For", "203.0.113.9")
+	req.Header.Set("X-Forwarded-Proto", "203.0.113.9") // the scheme is the connection's, never a header's
 	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	resp, body := do(t, s, req)
 	tp := resp.Header.Get("traceparent")
@@ -258,7 +259,7 @@ func TestTracingAddsTraceparent(t *testing.T) {
 	for _, a := range sp.Attributes() {
 		attrs[string(a.Key)] = a.Value.String()
 	}
-	want := map[string]string{"http.request.method": "GET", "http.route": "/x/:code", "url.path": "/x/abc", "http.response.status_code": "404"}
+	want := map[string]string{"http.request.method": "GET", "http.route": "/x/:code", "url.path": "/x/abc", "http.response.status_code": "404", "url.scheme": "http"}
 	for k, v := range want {
 		if attrs[k] != v {
 			t.Errorf("attribute %s = %q, want %q (all: %v)", k, attrs[k], v, attrs)
@@ -281,6 +282,14 @@ func TestTracingAddsTraceparent(t *testing.T) {
 		t.Fatalf("failure: %d, %d spans, status %v, events %d", resp.StatusCode, len(spans), spans[len(spans)-1].Status(), len(spans[len(spans)-1].Events()))
 	}
 
+	// A panic is a 500 and an error span named after its route, and the answer names the trace.
+	s.App().Get("/panic", func(c *fiber.Ctx) error { panic("boom") })
+	resp, _ = do(t, s, httptest.NewRequest("GET", "/panic", nil))
+	spans = rec.Ended()
+	if last := spans[len(spans)-1]; resp.StatusCode != 500 || resp.Header.Get("traceparent") == "" || last.Name() != "GET /panic" || last.Status().Code != codes.Error {
+		t.Fatalf("panic: %d, traceparent %q, span %q %v", resp.StatusCode, resp.Header.Get("traceparent"), last.Name(), last.Status())
+	}
+
 	// At the public edge a client's trace is linked, not continued: its sampled flag cannot
 	// have the request traced against the sampler.
 	edge := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -290,7 +299,7 @@ func TestTracingAddsTraceparent(t *testing.T) {
 	req = httptest.NewRequest("GET", "/x/abc", nil)
 	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	resp, _ = do(t, edge, req)
-	if got := resp.Header.Get("traceparent"); resp.StatusCode != 200 || got == "" || strings.Contains(got, "4bf92f3577b34da6a3ce929d0e0e4736") || len(rec.Ended()) != 2 {
+	if got := resp.Header.Get("traceparent"); resp.StatusCode != 200 || got == "" || strings.Contains(got, "4bf92f3577b34da6a3ce929d0e0e4736") || len(rec.Ended()) != 3 {
 		t.Fatalf("edge: %d, traceparent %q, %d spans ended; want a trace of its own, unsampled", resp.StatusCode, got, len(rec.Ended()))
 	}
 	always := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -298,8 +307,8 @@ func TestTracingAddsTraceparent(t *testing.T) {
 	always.PublicEdge()
 	always.App().Get("/x/:code", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	_, _ = do(t, always, req)
-	if spans := rec.Ended(); len(spans) != 3 || spans[2].Parent().IsValid() || len(spans[2].Links()) != 1 ||
-		spans[2].Links()[0].SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+	if spans := rec.Ended(); len(spans) != 4 || spans[3].Parent().IsValid() || len(spans[3].Links()) != 1 ||
+		spans[3].Links()[0].SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
 		t.Fatalf("edge span: parent %v, links %v", spans[len(spans)-1].Parent(), spans[len(spans)-1].Links())
 	}
 
@@ -310,7 +319,7 @@ func TestTracingAddsTraceparent(t *testing.T) {
 		TracerProvider: trace.NewTracerProvider(trace.WithSpanProcessor(rec), trace.WithSampler(trace.ParentBased(trace.AlwaysSample())))})
 	dropped.App().Get("/x/:code", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	resp, _ = do(t, dropped, req)
-	if got := resp.Header.Get("traceparent"); resp.StatusCode != 200 || !strings.HasPrefix(got, "00-4bf92f3577b34da6a3ce929d0e0e4736-") || !strings.HasSuffix(got, "-00") || len(rec.Ended()) != 3 {
+	if got := resp.Header.Get("traceparent"); resp.StatusCode != 200 || !strings.HasPrefix(got, "00-4bf92f3577b34da6a3ce929d0e0e4736-") || !strings.HasSuffix(got, "-00") || len(rec.Ended()) != 4 {
 		t.Fatalf("unsampled: %d, traceparent %q, %d spans ended", resp.StatusCode, got, len(rec.Ended()))
 	}
 }

@@ -46,10 +46,20 @@ func Tracing(tp trace.TracerProvider, trusted func() bool) fiber.Handler {
 			}
 		}
 		ctx, span := tracer.Start(ctx, "HTTP", opts...) // named below, once routed
-		defer span.End()
 		parent := c.UserContext()
 		c.SetUserContext(ctx)
-		defer c.SetUserContext(parent)
+		answered := false
+		defer func() {
+			if !answered { // a panic on its way to the recover middleware: a 500
+				if span.IsRecording() {
+					annotate(c, span, fiber.StatusInternalServerError)
+					span.SetStatus(codes.Error, "panic")
+				}
+				prop.Inject(ctx, carrier{&c.Response().Header})
+				// The user context keeps the span, so the panic's log lines name the trace.
+			}
+			span.End()
+		}()
 
 		err := c.Next()
 		if err != nil {
@@ -60,25 +70,37 @@ func Tracing(tp trace.TracerProvider, trusted func() bool) fiber.Handler {
 				_ = c.SendStatus(fiber.StatusInternalServerError)
 			}
 		}
+		answered = true
 		if span.IsRecording() {
-			status := c.Response().StatusCode()
-			route := c.Route().Path                // immutable for the app's life
-			method := utils.CopyString(c.Method()) // Fiber's aliases the connection's buffer
-			span.SetName(method + " " + route)
-			span.SetAttributes(
-				semconv.HTTPRequestMethodKey.String(method),
-				semconv.URLScheme(c.Protocol()),
-				semconv.URLPath(string(c.Request().URI().Path())),
-				semconv.HTTPRoute(route),
-				semconv.ServerAddress(string(c.Request().Host())),
-				semconv.HTTPResponseStatusCode(status),
-			)
-			if status >= fiber.StatusInternalServerError {
-				span.SetStatus(codes.Error, fasthttp.StatusMessage(status))
-			}
+			annotate(c, span, c.Response().StatusCode())
 		}
 		prop.Inject(ctx, carrier{&c.Response().Header})
+		c.SetUserContext(parent)
 		return nil
+	}
+}
+
+// annotate names a recording span after the request's route and sets its attributes and,
+// for a server error, its status. Every string is copied or constant: fasthttp reuses the
+// request's buffers once the handler returns, long before the span is exported.
+func annotate(c *fiber.Ctx, span trace.Span, status int) {
+	route := c.Route().Path                // immutable for the app's life
+	method := utils.CopyString(c.Method()) // Fiber's aliases the connection's buffer
+	scheme := "http"                       // not c.Protocol(): it believes X-Forwarded-Proto and aliases it
+	if c.Context().IsTLS() {
+		scheme = "https"
+	}
+	span.SetName(method + " " + route)
+	span.SetAttributes(
+		semconv.HTTPRequestMethodKey.String(method),
+		semconv.URLScheme(scheme),
+		semconv.URLPath(string(c.Request().URI().Path())),
+		semconv.HTTPRoute(route),
+		semconv.ServerAddress(string(c.Request().Host())),
+		semconv.HTTPResponseStatusCode(status),
+	)
+	if status >= fiber.StatusInternalServerError {
+		span.SetStatus(codes.Error, fasthttp.StatusMessage(status))
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/metrics"
 )
 
 func newTestServer(ready map[string]Check) *Server {
@@ -290,6 +291,13 @@ func TestTracingAddsTraceparent(t *testing.T) {
 		t.Fatalf("panic: %d, traceparent %q, span %q %v", resp.StatusCode, resp.Header.Get("traceparent"), last.Name(), last.Status())
 	}
 
+	// A path no route matches is named as the metrics label it, never after the raw path.
+	_, _ = do(t, s, httptest.NewRequest("GET", "/no/such/path", nil))
+	spans = rec.Ended()
+	if last := spans[len(spans)-1]; last.Name() != "GET "+metrics.Unmatched {
+		t.Fatalf("unmatched path: span %q", last.Name())
+	}
+
 	// At the public edge a client's trace is linked, not continued: its sampled flag cannot
 	// have the request traced against the sampler.
 	edge := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -299,7 +307,7 @@ func TestTracingAddsTraceparent(t *testing.T) {
 	req = httptest.NewRequest("GET", "/x/abc", nil)
 	req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	resp, _ = do(t, edge, req)
-	if got := resp.Header.Get("traceparent"); resp.StatusCode != 200 || got == "" || strings.Contains(got, "4bf92f3577b34da6a3ce929d0e0e4736") || len(rec.Ended()) != 3 {
+	if got := resp.Header.Get("traceparent"); resp.StatusCode != 200 || got == "" || strings.Contains(got, "4bf92f3577b34da6a3ce929d0e0e4736") || len(rec.Ended()) != 4 {
 		t.Fatalf("edge: %d, traceparent %q, %d spans ended; want a trace of its own, unsampled", resp.StatusCode, got, len(rec.Ended()))
 	}
 	always := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -307,8 +315,8 @@ func TestTracingAddsTraceparent(t *testing.T) {
 	always.PublicEdge()
 	always.App().Get("/x/:code", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	_, _ = do(t, always, req)
-	if spans := rec.Ended(); len(spans) != 4 || spans[3].Parent().IsValid() || len(spans[3].Links()) != 1 ||
-		spans[3].Links()[0].SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+	if spans := rec.Ended(); len(spans) != 5 || spans[4].Parent().IsValid() || len(spans[4].Links()) != 1 ||
+		spans[4].Links()[0].SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
 		t.Fatalf("edge span: parent %v, links %v", spans[len(spans)-1].Parent(), spans[len(spans)-1].Links())
 	}
 
@@ -319,7 +327,7 @@ func TestTracingAddsTraceparent(t *testing.T) {
 		TracerProvider: trace.NewTracerProvider(trace.WithSpanProcessor(rec), trace.WithSampler(trace.ParentBased(trace.AlwaysSample())))})
 	dropped.App().Get("/x/:code", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	resp, _ = do(t, dropped, req)
-	if got := resp.Header.Get("traceparent"); resp.StatusCode != 200 || !strings.HasPrefix(got, "00-4bf92f3577b34da6a3ce929d0e0e4736-") || !strings.HasSuffix(got, "-00") || len(rec.Ended()) != 4 {
+	if got := resp.Header.Get("traceparent"); resp.StatusCode != 200 || !strings.HasPrefix(got, "00-4bf92f3577b34da6a3ce929d0e0e4736-") || !strings.HasSuffix(got, "-00") || len(rec.Ended()) != 5 {
 		t.Fatalf("unsampled: %d, traceparent %q, %d spans ended", resp.StatusCode, got, len(rec.Ended()))
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
+	"github.com/linkmesh/linkmesh/pkg/metrics"
 	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -46,13 +47,14 @@ func Tracing(tp trace.TracerProvider, trusted func() bool) fiber.Handler {
 			}
 		}
 		ctx, span := tracer.Start(ctx, "HTTP", opts...) // named below, once routed
+		own := c.Route()                                // this middleware's: still it after Next, no route matched
 		parent := c.UserContext()
 		c.SetUserContext(ctx)
 		answered := false
 		defer func() {
 			if !answered { // a panic on its way to the recover middleware: a 500
 				if span.IsRecording() {
-					annotate(c, span, fiber.StatusInternalServerError)
+					annotate(c, span, own, fiber.StatusInternalServerError)
 					span.SetStatus(codes.Error, "panic")
 				}
 				prop.Inject(ctx, carrier{&c.Response().Header})
@@ -72,7 +74,7 @@ func Tracing(tp trace.TracerProvider, trusted func() bool) fiber.Handler {
 		}
 		answered = true
 		if span.IsRecording() {
-			annotate(c, span, c.Response().StatusCode())
+			annotate(c, span, own, c.Response().StatusCode())
 		}
 		prop.Inject(ctx, carrier{&c.Response().Header})
 		c.SetUserContext(parent)
@@ -83,8 +85,11 @@ func Tracing(tp trace.TracerProvider, trusted func() bool) fiber.Handler {
 // annotate names a recording span after the request's route and sets its attributes and,
 // for a server error, its status. Every string is copied or constant: fasthttp reuses the
 // request's buffers once the handler returns, long before the span is exported.
-func annotate(c *fiber.Ctx, span trace.Span, status int) {
-	route := c.Route().Path                // immutable for the app's life
+func annotate(c *fiber.Ctx, span trace.Span, own *fiber.Route, status int) {
+	route := c.Route().Path // immutable for the app's life
+	if c.Route() == own {
+		route = metrics.Unmatched // as the metrics label it: never the raw path
+	}
 	method := utils.CopyString(c.Method()) // Fiber's aliases the connection's buffer
 	scheme := "http"                       // not c.Protocol(): it believes X-Forwarded-Proto and aliases it
 	if c.Context().IsTLS() {

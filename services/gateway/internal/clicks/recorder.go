@@ -244,16 +244,7 @@ func (r *Recorder) step() int {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.held - r.inFlight()
-}
-
-// inFlight counts the visits taken and not yet let go.
-func (r *Recorder) inFlight() int {
-	n := 0
-	for _, m := range r.marks {
-		n += m.visits
-	}
-	return n
+	return int(r.spool.appended - r.spool.taken)
 }
 
 // settle lets go of the visits whose clicks the producer has written (or that were no

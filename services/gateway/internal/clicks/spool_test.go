@@ -112,7 +112,7 @@ func TestSpoolRingWrapsAndFills(t *testing.T) {
 			read++
 		}
 		release(s, s.read)
-		if !bytes.Equal(s.ring, make([]byte, len(s.ring))) && s.tail == s.head {
+		if s.tail != s.head || !bytes.Equal(s.ring, make([]byte, len(s.ring))) {
 			t.Fatal("bytes of records let go are still in the ring")
 		}
 	}

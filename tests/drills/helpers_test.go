@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,52 +84,103 @@ func shorten(t *testing.T, gw, dest string, header map[string]string) string {
 	return out.Code
 }
 
-// storedClicks waits, up to wait, until the clicks stored for code reach want, then a
-// moment more for any beyond it, and returns how many are stored; header carries the
-// owner's session.
-// settle is how long a click count must stand still to be final: the analytics service folds
-// clicks into the counts a closed 10-second slot at a time, so two folds and some.
-const settle = 25 * time.Second
-
+// storedClicks is the final count of code's clicks, once it can no longer change: it waits
+// until every click answered is as far as it will get — no visit waiting in any gateway's
+// spool, no entry of the clicks stream unread or unacknowledged by the analytics group —
+// and then until the analytics counts reach past that moment (the fold adds a closed
+// 10-second slot at a time, 15 s after it closes). Only then does it read the count, with
+// header carrying the owner's session. A drill that lost clicks on purpose gets the count
+// that is left. Not settling within wait ends the drill, saying where the clicks stood;
+// want only appears in that message.
 func storedClicks(t *testing.T, code string, want int64, wait time.Duration, header map[string]string) int64 {
 	t.Helper()
+	ctx := context.Background()
+	metric := func(svc, family string) (float64, error) {
+		return stack.MetricValue(ctx, bench.Services.MetricsURLs[svc], family)
+	}
+	// drained reports whether every click is stored, or what is still on its way.
+	drained := func() string {
+		for svc := range bench.Services.MetricsURLs {
+			if !strings.HasPrefix(svc, "gateway") {
+				continue
+			}
+			if v, err := metric(svc, "linkmesh_click_queue_depth"); err != nil || v != 0 {
+				return fmt.Sprintf("%s spools %v visits (%v)", svc, v, err)
+			}
+		}
+		// In this order: what was on the stream when its lag read 0 was delivered, and what
+		// was delivered when pending read 0 was stored.
+		for _, f := range []string{"linkmesh_stream_lag_entries", "linkmesh_stream_pending_entries"} {
+			if v, err := metric("analytics", f); err != nil || v != 0 {
+				return fmt.Sprintf("analytics: %s %v (%v)", f, v, err)
+			}
+		}
+		return ""
+	}
+	var stored time.Time // every click is stored by then
+	where := ""
+	for deadline := time.Now().Add(wait); ; time.Sleep(250 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the clicks of %s (%d answered) did not settle within %s: %s", code, want, wait, where)
+		}
+		if stored.IsZero() {
+			if where = drained(); where != "" {
+				continue
+			}
+			stored = time.Now()
+		}
+		until, err := metric("analytics", "linkmesh_clicks_folded_until_timestamp_seconds")
+		if err == nil && time.UnixMilli(int64(until*1000)).After(stored) {
+			break
+		}
+		where = fmt.Sprintf("every click stored at %s; the counts reach %v (%v)", stored.Format(time.RFC3339Nano), until, err)
+	}
+	// The count is the answer's: a failed read is no count of 0.
 	var lastBody []byte
-	read := func() (int, int64) {
+	for range 10 {
 		status, body := send(t, bench.Services.GatewayURL, "GET", "/api/user/links/"+code+"/analytics?days=1", "", header)
 		var a struct {
 			Total int64 `json:"total_clicks"`
 		}
-		_ = json.Unmarshal(body, &a)
+		if err := json.Unmarshal(body, &a); status == 200 && err == nil {
+			return a.Total
+		}
 		lastBody = body
-		return status, a.Total
-	}
-	// Until every click is there, or until the count has stood still for settle with nothing
-	// left unread on the stream: a drill may have lost some on purpose.
-	last, still := int64(-1), 0
-	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(time.Second) {
-		status, got := read()
-		if status == 200 && got >= want {
-			break
-		}
-		if got == last {
-			still++
-		} else {
-			last, still = got, 0
-		}
-		if lag, err := stack.MetricValue(context.Background(), bench.Services.MetricsURLs["analytics"], "linkmesh_stream_lag_entries"); still >= int(settle/time.Second) && err == nil && lag == 0 {
-			break
-		}
-	}
-	time.Sleep(2 * time.Second)
-	// The count is the answer's: a failed read is no count of 0.
-	for range 10 {
-		status, got := read()
-		if status == 200 {
-			return got
-		}
-		t.Logf("analytics of %s answered %d %s; asking again", code, status, lastBody)
+		t.Logf("analytics of %s answered %d %s; asking again", code, status, body)
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Fatalf("analytics of %s never answered 200: %s", code, lastBody)
 	return 0
+}
+
+// pipeline records in rep, under "pipeline", where the clicks stand at every step: each
+// gateway's spool (visits taken, written to the stream, waiting, lost, crawlers) and the
+// analytics consumer (entries handled, failed calls, dead letters, unread and unacknowledged
+// entries). A drill whose counts disagree says so with where the clicks stopped.
+func pipeline(rep *report) {
+	snap := map[string]map[string]float64{}
+	read := func(svc string, families ...string) {
+		url, ok := bench.Services.MetricsURLs[svc]
+		if !ok {
+			return
+		}
+		m := map[string]float64{}
+		for _, f := range families {
+			v, err := stack.MetricValue(context.Background(), url, "linkmesh_"+f)
+			if err != nil {
+				m[f] = -1 // unreadable: the service is away, or the family not yet exposed
+				continue
+			}
+			m[f] = v
+		}
+		snap[svc] = m
+	}
+	for svc := range bench.Services.MetricsURLs {
+		if strings.HasPrefix(svc, "gateway") {
+			read(svc, "clicks_enqueued_total", "clicks_published_total", "click_queue_depth", "clicks_dropped_total", "clicks_robots_total")
+		}
+	}
+	read("analytics", "stream_entries_processed_total", "stream_handler_errors_total", "stream_entries_dead_lettered_total",
+		"stream_lag_entries", "stream_pending_entries")
+	rep.figure("pipeline", snap)
 }

@@ -40,6 +40,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	}
 	worker.Measure(env.Metrics)
 	folder := pipeline.Folder{Store: st, Redis: env.Stores.Redis, Logger: env.Logger, Now: now}
+	folder.Measure(env.Metrics)
 	sweeper := mongodb.Sweeper{What: "raw clicks", Interval: time.Hour, Now: now, Logger: env.Logger,
 		Delete: func(ctx context.Context, now time.Time) (int64, error) {
 			return st.DeleteOlderThan(ctx, now.Add(-cfg.ClickRetention))

@@ -35,6 +35,22 @@ func (s *Store) NextSlot(ctx context.Context, start int64) (int64, error) {
 	return st.Next, nil
 }
 
+// FoldedUntil is the end of the last slot folded: every click stored before it is in the
+// rollups, and so in the answers. Zero before the first fold.
+func (s *Store) FoldedUntil(ctx context.Context) (time.Time, error) {
+	var st struct {
+		Next int64 `bson:"next_slot"`
+	}
+	err := s.state.FindOne(ctx, bson.D{{Key: "_id", Value: foldID}}).Decode(&st)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read fold state: %w", err)
+	}
+	return time.UnixMilli(st.Next * SlotLength.Milliseconds()), nil
+}
+
 // rollup is what one slot adds to one document.
 type rollup struct {
 	clicks, visitors int64

@@ -180,3 +180,30 @@ func TestKnownVisitorsAreNotInsertedAgain(t *testing.T) {
 		t.Fatal("a click without a visitor has a visitor id")
 	}
 }
+
+// FoldedUntil is zero before the first fold, then the end of the last slot folded: the
+// time before which every stored click is counted.
+func TestFoldedUntil(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if until, err := s.FoldedUntil(ctx); err != nil || !until.IsZero() {
+		t.Fatalf("before any fold: %v, %v; want zero", until, err)
+	}
+	at := day0.Add(3 * time.Second) // inside the slot starting at day0
+	slot := Slot(at)
+	if _, err := s.NextSlot(ctx, slot); err != nil {
+		t.Fatal(err)
+	}
+	if until, err := s.FoldedUntil(ctx); err != nil || !until.Equal(day0) {
+		t.Fatalf("with slot %d next: %v, %v; want %v", slot, until, err, day0)
+	}
+	if err := s.Save(ctx, []analytics.Click{click("f1", "L1", "O1", at, "GB", "direct", "")}, at, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FoldSlot(ctx, slot, nil); err != nil {
+		t.Fatal(err)
+	}
+	if until, err := s.FoldedUntil(ctx); err != nil || !until.Equal(day0.Add(SlotLength)) {
+		t.Fatalf("slot %d folded: %v, %v; want %v", slot, until, err, day0.Add(SlotLength))
+	}
+}

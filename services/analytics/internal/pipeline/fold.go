@@ -44,6 +44,11 @@ func (f Folder) fold(lctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Data folded before the monthly rollups existed gets them before any slot is folded
+	// into them (once; then a read of the record).
+	if err := f.Store.BuildMonthly(lctx, next-1); err != nil {
+		return err
+	}
 	if err := f.Store.ApplyPurges(lctx); err != nil {
 		return err
 	}

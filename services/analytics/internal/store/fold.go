@@ -58,7 +58,7 @@ type rollup struct {
 	breakdown        map[string]map[string]int64 // field → value → clicks
 }
 
-// Breakdown fields of a daily rollup, with the click value each counts.
+// Breakdown fields of a rollup, with the click value each counts.
 var breakdowns = []struct {
 	field string
 	of    func(clickDoc) string
@@ -141,20 +141,12 @@ func (s *Store) FoldSlot(ctx context.Context, slot int64, purged map[string]bool
 		}
 	}
 
-	for id, r := range days {
-		inc := bson.D{{Key: "clicks", Value: r.clicks}, {Key: "unique_visitors", Value: r.visitors}}
-		for _, b := range breakdowns {
-			for v, n := range r.breakdown[b.field] {
-				inc = append(inc, bson.E{Key: b.field + "." + escapeKey(v), Value: n})
-			}
-		}
-		set := bson.D{{Key: "link_id", Value: r.link}, {Key: "day", Value: r.day}}
-		if r.owner != "" {
-			set = append(set, bson.E{Key: "owner_id", Value: r.owner})
-		}
-		if err := s.addOnce(ctx, s.daily, id, slot, inc, set); err != nil {
-			return err
-		}
+	months := monthFold{}
+	for _, r := range days {
+		months.add(r)
+	}
+	if err := months.write(ctx, s, slot); err != nil {
+		return err
 	}
 	for id, r := range links {
 		if err := s.addOnce(ctx, s.links, id, slot, bson.D{{Key: "clicks", Value: r.clicks}}, bson.D{{Key: "owner_id", Value: r.owner}}); err != nil {
@@ -233,7 +225,7 @@ func (s *Store) DeleteOlderThan(ctx context.Context, cutoff time.Time) (int64, e
 	return n + res.DeletedCount, nil
 }
 
-// Purge deletes every click, visitor and daily rollup of linkID and leaves a tombstone, so
+// Purge deletes every click, visitor, daily and monthly rollup of linkID and leaves a tombstone, so
 // that nothing the stream still delivers for it is counted again. Its totals belong to the
 // fold (the only writer of totals), which settles them with ApplyPurges. Purging again does
 // nothing more.
@@ -242,7 +234,7 @@ func (s *Store) Purge(ctx context.Context, linkID string) error {
 	if err != nil && !mongo.IsDuplicateKeyError(err) {
 		return fmt.Errorf("purge %s: %w", linkID, err)
 	}
-	for _, coll := range []*mongo.Collection{s.clicks, s.visitors, s.daily} {
+	for _, coll := range []*mongo.Collection{s.clicks, s.visitors, s.daily, s.monthly, s.monthDays} {
 		if _, err := coll.DeleteMany(ctx, bson.D{{Key: "link_id", Value: linkID}}); err != nil {
 			return fmt.Errorf("purge %s from %s: %w", linkID, coll.Name(), err)
 		}
@@ -251,7 +243,7 @@ func (s *Store) Purge(ctx context.Context, linkID string) error {
 }
 
 // ApplyPurges takes each purged link's total out of its owner's total and deletes it and
-// any daily rollup of the link a fold wrote since the purge. Each
+// any daily or monthly rollup of the link a fold wrote since the purge. Each
 // step is guarded, so a crash between them is healed by the next call. Only the fold's
 // leader calls it.
 func (s *Store) ApplyPurges(ctx context.Context) error {
@@ -294,10 +286,12 @@ func (s *Store) ApplyPurges(ctx context.Context) error {
 		if _, err := s.links.DeleteOne(ctx, bson.D{{Key: "_id", Value: p.ID}}); err != nil {
 			return fmt.Errorf("delete purged total: %w", err)
 		}
-		// A fold that read the purged links just before the purge may have written daily
+		// A fold that read the purged links just before the purge may have written its
 		// rollups again; only the leader runs this, after such a fold.
-		if _, err := s.daily.DeleteMany(ctx, bson.D{{Key: "link_id", Value: p.ID}}); err != nil {
-			return fmt.Errorf("delete purged rollups: %w", err)
+		for _, coll := range []*mongo.Collection{s.daily, s.monthly, s.monthDays} {
+			if _, err := coll.DeleteMany(ctx, bson.D{{Key: "link_id", Value: p.ID}}); err != nil {
+				return fmt.Errorf("delete purged rollups from %s: %w", coll.Name(), err)
+			}
 		}
 		if _, err := s.purged.UpdateOne(ctx, bson.D{{Key: "_id", Value: p.ID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "applied", Value: 1}}}}); err != nil {
 			return fmt.Errorf("mark purge applied: %w", err)
@@ -306,24 +300,17 @@ func (s *Store) ApplyPurges(ctx context.Context) error {
 	return nil
 }
 
-// Seed writes the daily rollup of linkID for day as the fold would have left it after
-// clicks visits by visitors visitors, spread over the breakdown values given; for loads in
-// tests and benchmarks (see analyticstest), never called by the service.
+// Seed writes the rollups of linkID for day as the fold would have left them after clicks
+// visits by visitors visitors, spread over the breakdown values given; for loads in tests and
+// benchmarks (see analyticstest), never called by the service. Seed a day once: its month's
+// rollup adds it.
 func (s *Store) Seed(ctx context.Context, linkID, ownerID, day string, clicks, visitors int64, breakdown map[string]map[string]int64) error {
-	set := bson.D{{Key: "link_id", Value: linkID}, {Key: "owner_id", Value: ownerID}, {Key: "day", Value: day},
-		{Key: "clicks", Value: clicks}, {Key: "unique_visitors", Value: visitors}, {Key: "last_slot", Value: int64(0)}}
-	for field, m := range breakdown {
-		sub := bson.D{}
-		for v, n := range m {
-			sub = append(sub, bson.E{Key: escapeKey(v), Value: n})
-		}
-		set = append(set, bson.E{Key: field, Value: sub})
+	months := monthFold{}
+	months.add(&rollup{link: linkID, owner: ownerID, day: day, clicks: clicks, visitors: visitors, breakdown: breakdown})
+	if err := months.seed(ctx, s); err != nil {
+		return fmt.Errorf("seed monthly rollups: %w", err)
 	}
-	_, err := s.daily.UpdateOne(ctx, bson.D{{Key: "_id", Value: linkID + "|" + day}}, bson.D{{Key: "$set", Value: set}}, options.UpdateOne().SetUpsert(true))
-	if err != nil {
-		return fmt.Errorf("seed daily rollup: %w", err)
-	}
-	_, err = s.links.UpdateOne(ctx, bson.D{{Key: "_id", Value: linkID}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "clicks", Value: clicks}}}, {Key: "$set", Value: bson.D{{Key: "owner_id", Value: ownerID}}}}, options.UpdateOne().SetUpsert(true))
+	_, err := s.links.UpdateOne(ctx, bson.D{{Key: "_id", Value: linkID}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "clicks", Value: clicks}}}, {Key: "$set", Value: bson.D{{Key: "owner_id", Value: ownerID}}}}, options.UpdateOne().SetUpsert(true))
 	if err != nil {
 		return fmt.Errorf("seed link total: %w", err)
 	}

@@ -14,51 +14,73 @@ import (
 )
 
 // LinkAnalytics answers for linkID over the days from..to (UTC dates, inclusive), from the
-// daily rollups alone: its cost grows with the days, not the clicks.
+// monthly rollups: one read per calendar year the range touches, plus one for a month the
+// range cuts through on a day with clicks. Its cost grows with the months, not the clicks.
 func (s *Store) LinkAnalytics(ctx context.Context, linkID, code string, from, to time.Time) (analytics.LinkAnalytics, error) {
 	fromDay, toDay := Day(from), Day(to)
-	cur, err := s.daily.Find(ctx, bson.D{{Key: "link_id", Value: linkID}, {Key: "day", Value: bson.D{{Key: "$gte", Value: fromDay}, {Key: "$lte", Value: toDay}}}})
+	months, err := s.monthsOf(ctx, linkID, from.UTC().Year(), to.UTC().Year())
 	if err != nil {
-		return analytics.LinkAnalytics{}, fmt.Errorf("read daily rollups: %w", err)
-	}
-	var docs []struct {
-		Day            string           `bson:"day"`
-		Clicks         int64            `bson:"clicks"`
-		UniqueVisitors int64            `bson:"unique_visitors"`
-		Countries      map[string]int64 `bson:"countries"`
-		Referrers      map[string]int64 `bson:"referrers"`
-		Devices        map[string]int64 `bson:"devices"`
-		Browsers       map[string]int64 `bson:"browsers"`
-		OSs            map[string]int64 `bson:"oss"`
-	}
-	if err := cur.All(ctx, &docs); err != nil {
-		return analytics.LinkAnalytics{}, fmt.Errorf("read daily rollups: %w", err)
+		return analytics.LinkAnalytics{}, err
 	}
 	byDay := map[string]analytics.Day{}
-	countries, referrers, devices, browsers, oss := map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]int64{}
+	var total Breakdowns
 	out := analytics.LinkAnalytics{ShortCode: code, From: fromDay, To: toDay}
-	for _, d := range docs {
-		byDay[d.Day] = analytics.Day{Date: d.Day, Clicks: d.Clicks, UniqueVisitors: d.UniqueVisitors}
-		out.TotalClicks += d.Clicks
-		out.UniqueVisitors += d.UniqueVisitors
-		for _, b := range []struct{ into, from map[string]int64 }{
-			{countries, d.Countries}, {referrers, d.Referrers}, {devices, d.Devices}, {browsers, d.Browsers}, {oss, d.OSs},
+	for _, m := range months {
+		if m.Month < fromDay[:7] || m.Month > toDay[:7] {
+			continue
+		}
+		// Each day's figure in range is added; whole tells whether no day of the month
+		// outside the range has anything, so that the month's breakdowns are the range's.
+		whole := true
+		for _, series := range []struct {
+			days  map[string]int64
+			into  func(d *analytics.Day) *int64
+			total *int64
+		}{
+			{m.Days, func(d *analytics.Day) *int64 { return &d.Clicks }, &out.TotalClicks},
+			{m.Visitors, func(d *analytics.Day) *int64 { return &d.UniqueVisitors }, &out.UniqueVisitors},
 		} {
-			for k, n := range b.from {
-				b.into[unescapeKey(k)] += n
+			for dd, n := range series.days {
+				day := m.Month + "-" + dd
+				if day < fromDay || day > toDay {
+					whole = whole && n == 0
+					continue
+				}
+				d := byDay[day]
+				*series.into(&d) += n
+				byDay[day] = d
+				*series.total += n
+			}
+		}
+		if whole {
+			total.add(m.Breakdowns)
+			continue
+		}
+		days, err := s.monthDaysOf(ctx, m.ID)
+		if err != nil {
+			return analytics.LinkAnalytics{}, err
+		}
+		for dd, b := range days {
+			if day := m.Month + "-" + dd; day >= fromDay && day <= toDay {
+				total.add(b)
 			}
 		}
 	}
 	for d := from.UTC().Truncate(24 * time.Hour); !d.After(to); d = d.AddDate(0, 0, 1) {
 		day := Day(d)
-		if v, ok := byDay[day]; ok {
-			out.Timeseries = append(out.Timeseries, v)
-		} else {
-			out.Timeseries = append(out.Timeseries, analytics.Day{Date: day})
-		}
+		v := byDay[day]
+		v.Date = day
+		out.Timeseries = append(out.Timeseries, v)
 	}
-	out.Countries, out.Referrers, out.Devices = shares(countries), shares(referrers), shares(devices)
-	out.Browsers, out.OperatingSystems = shares(browsers), shares(oss)
+	unescaped := func(m map[string]int64) map[string]int64 {
+		u := make(map[string]int64, len(m))
+		for k, n := range m {
+			u[unescapeKey(k)] += n
+		}
+		return u
+	}
+	out.Countries, out.Referrers, out.Devices = shares(unescaped(total.Countries)), shares(unescaped(total.Referrers)), shares(unescaped(total.Devices))
+	out.Browsers, out.OperatingSystems = shares(unescaped(total.Browsers)), shares(unescaped(total.OSs))
 	return out, nil
 }
 

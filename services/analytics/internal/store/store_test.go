@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -87,8 +88,9 @@ func TestSaveFoldAnswer(t *testing.T) {
 	if err := s.Purge(ctx, "L1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.addOnce(ctx, s.daily, "L1|"+Day(day0), slot+1, bson.D{{Key: "clicks", Value: 1}},
-		bson.D{{Key: "link_id", Value: "L1"}, {Key: "day", Value: Day(day0)}}); err != nil {
+	late := monthFold{}
+	late.add(&rollup{link: "L1", owner: "O1", day: Day(day0), clicks: 1, breakdown: map[string]map[string]int64{"countries": {"GB": 1}}})
+	if err := late.write(ctx, s, slot+1); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 { // applying twice takes nothing twice
@@ -205,5 +207,227 @@ func TestFoldedUntil(t *testing.T) {
 	}
 	if until, err := s.FoldedUntil(ctx); err != nil || !until.Equal(day0.Add(SlotLength)) {
 		t.Fatalf("slot %d folded: %v, %v; want %v", slot, until, err, day0.Add(SlotLength))
+	}
+}
+
+// answerFrom is the answer as plain records give it, one per day: the days' clicks,
+// visitors and breakdowns, each day's breakdowns keyed as stored (escapeKey).
+type dayRecord struct {
+	Day            string `bson:"day"`
+	Clicks         int64  `bson:"clicks"`
+	UniqueVisitors int64  `bson:"unique_visitors"`
+	Breakdowns     `bson:",inline"`
+}
+
+func answerFrom(records []dayRecord, from, to time.Time) analytics.LinkAnalytics {
+	out := analytics.LinkAnalytics{ShortCode: "abc", From: Day(from), To: Day(to)}
+	byDay := map[string]analytics.Day{}
+	var total Breakdowns
+	for _, d := range records {
+		if d.Day < Day(from) || d.Day > Day(to) {
+			continue
+		}
+		v := byDay[d.Day]
+		v.Clicks += d.Clicks
+		v.UniqueVisitors += d.UniqueVisitors
+		byDay[d.Day] = v
+		out.TotalClicks += d.Clicks
+		out.UniqueVisitors += d.UniqueVisitors
+		total.add(d.Breakdowns)
+	}
+	for d := from.UTC().Truncate(24 * time.Hour); !d.After(to); d = d.AddDate(0, 0, 1) {
+		out.Timeseries = append(out.Timeseries, analytics.Day{Date: Day(d), Clicks: byDay[Day(d)].Clicks, UniqueVisitors: byDay[Day(d)].UniqueVisitors})
+	}
+	u := func(m map[string]int64) []analytics.Share {
+		o := map[string]int64{}
+		for k, n := range m {
+			o[unescapeKey(k)] += n
+		}
+		return shares(o)
+	}
+	out.Countries, out.Referrers, out.Devices, out.Browsers, out.OperatingSystems = u(total.Countries), u(total.Referrers), u(total.Devices), u(total.Browsers), u(total.OSs)
+	return out
+}
+
+// storedRecords are link's stored clicks and visitors as one record each.
+func storedRecords(t *testing.T, s *Store, link string) []dayRecord {
+	t.Helper()
+	ctx := context.Background()
+	cur, err := s.clicks.Find(ctx, bson.D{{Key: "link_id", Value: link}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clicks []clickDoc
+	if err := cur.All(ctx, &clicks); err != nil {
+		t.Fatal(err)
+	}
+	var out []dayRecord
+	for _, c := range clicks {
+		one := func(v string) map[string]int64 { return map[string]int64{escapeKey(v): 1} }
+		out = append(out, dayRecord{Day: c.Day, Clicks: 1, Breakdowns: Breakdowns{Countries: one(c.Country), Referrers: one(c.Referrer),
+			Devices: one(c.DeviceType), Browsers: one(c.Browser), OSs: one(c.OS)}})
+	}
+	cur, err = s.visitors.Find(ctx, bson.D{{Key: "link_id", Value: link}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var visitors []visitorDoc
+	if err := cur.All(ctx, &visitors); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range visitors {
+		out = append(out, dayRecord{Day: v.Day, UniqueVisitors: 1})
+	}
+	return out
+}
+
+// randomHistory stores and folds clicks of two links over 400 days — across month and year
+// ends, with breakdown values that need escaping — in three slots, and returns the day of
+// the newest click.
+func randomHistory(t *testing.T, s *Store, rng *rand.Rand) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	end := time.Date(2027, 1, 20, 12, 0, 0, 0, time.UTC)
+	countries := []string{"GB", "DE", "Unknown", "F.R"}
+	referrers := []string{"direct", "news.example.com", "$weird.example"}
+	for batch := range 3 {
+		now := end.Add(time.Duration(batch) * time.Minute)
+		var clicks []analytics.Click
+		for i := range 300 {
+			at := end.AddDate(0, 0, -rng.IntN(400)).Add(-time.Duration(rng.IntN(12)) * time.Hour)
+			link := []string{"L1", "L2"}[rng.IntN(2)]
+			clicks = append(clicks, click(fmt.Sprintf("r%d-%d", batch, i), link, "O1", at, countries[rng.IntN(len(countries))],
+				referrers[rng.IntN(len(referrers))], fmt.Sprint("v", rng.IntN(5))))
+		}
+		if err := s.Save(ctx, clicks, now, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.FoldSlot(ctx, Slot(now), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return end
+}
+
+// checkRanges compares the answer with the records' for ranges ending on the newest
+// day (as the API asks), ranges ending before it, within one month, over a year end and
+// beyond the data.
+func checkRanges(t *testing.T, s *Store, end time.Time, rng *rand.Rand, records func(link string) []dayRecord) {
+	t.Helper()
+	type span struct{ from, to time.Time }
+	spans := []span{{end.AddDate(0, 0, -364), end}, {end.AddDate(0, 0, -29), end}, {end, end}, {end.AddDate(0, 0, -500), end.AddDate(0, 0, -400)},
+		{time.Date(2026, 12, 25, 0, 0, 0, 0, time.UTC), time.Date(2027, 1, 5, 0, 0, 0, 0, time.UTC)},
+		{time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 31, 0, 0, 0, 0, time.UTC)}}
+	for range 20 {
+		to := end.AddDate(0, 0, -rng.IntN(400))
+		spans = append(spans, span{to.AddDate(0, 0, -rng.IntN(365)), to})
+	}
+	for _, link := range []string{"L1", "L2"} {
+		for _, sp := range spans {
+			got, err := s.LinkAnalytics(context.Background(), link, "abc", sp.from, sp.to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := answerFrom(records(link), sp.from, sp.to)
+			if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+				t.Fatalf("%s %s..%s:\n got %+v\nwant %+v", link, Day(sp.from), Day(sp.to), got, want)
+			}
+		}
+	}
+}
+
+// The monthly rollups answer any range exactly as the stored clicks and visitors would, and
+// the answer has clicks in it (a comparison of two empty answers proves nothing).
+func TestMonthlyAnswersAgreeWithClicks(t *testing.T) {
+	s := newStore(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	end := randomHistory(t, s, rng)
+	checkRanges(t, s, end, rng, func(link string) []dayRecord { return storedRecords(t, s, link) })
+	got, err := s.LinkAnalytics(context.Background(), "L1", "abc", end.AddDate(0, 0, -364), end)
+	if err != nil || got.TotalClicks < 200 || got.UniqueVisitors == 0 || len(got.Countries) != 4 || len(got.Referrers) != 3 {
+		t.Fatalf("a year of L1: %+v, %v", got, err)
+	}
+}
+
+// Data folded before the monthly rollups existed, as daily rollups only: BuildMonthly makes
+// them from the daily ones, once and again after a crash midway, and folds after it add to
+// them.
+func TestBuildMonthlyFromDaily(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	end := time.Date(2027, 1, 20, 12, 0, 0, 0, time.UTC)
+	legacy := map[string][]dayRecord{}
+	for _, link := range []string{"L1", "L2"} {
+		var total int64
+		for d := range 400 {
+			if rng.IntN(3) == 0 {
+				continue
+			}
+			n := int64(1 + rng.IntN(9))
+			rec := dayRecord{Day: Day(end.AddDate(0, 0, -d)), Clicks: n, UniqueVisitors: 1 + n/2, Breakdowns: Breakdowns{
+				Countries: map[string]int64{"GB": n - 1, escapeKey("F.R"): 1}, Referrers: map[string]int64{"direct": n},
+				Devices: map[string]int64{"desktop": n}, Browsers: map[string]int64{"Firefox": n}, OSs: map[string]int64{"Linux": n}}}
+			legacy[link] = append(legacy[link], rec)
+			total += n
+			// As an earlier version's fold wrote it.
+			doc := struct {
+				ID       string    `bson:"_id"`
+				LinkID   string    `bson:"link_id"`
+				OwnerID  string    `bson:"owner_id"`
+				Record   dayRecord `bson:",inline"`
+				LastSlot int64     `bson:"last_slot"`
+			}{link + "|" + rec.Day, link, "O1", rec, 7}
+			if _, err := s.daily.InsertOne(ctx, doc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.links.InsertOne(ctx, bson.D{{Key: "_id", Value: link}, {Key: "owner_id", Value: "O1"}, {Key: "clicks", Value: total}, {Key: "last_slot", Value: int64(7)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A build cut short: one month half written.
+	half := monthFold{}
+	half.add(&rollup{link: "L1", owner: "O1", day: "2026-12-05", clicks: 1000, breakdown: map[string]map[string]int64{"countries": {"GB": 1000}}})
+	if err := half.write(ctx, s, 7); err != nil {
+		t.Fatal(err)
+	}
+	folded := Slot(end.Add(10 * time.Minute))
+	for range 2 {
+		s.monthlyBuilt.Store(false)
+		if _, err := s.state.DeleteOne(ctx, bson.D{{Key: "_id", Value: monthlyState}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.BuildMonthly(ctx, folded); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkRanges(t, s, end, rng, func(link string) []dayRecord { return legacy[link] })
+	// Recorded: a new store (a restarted leader) does not build again.
+	if _, err := s.monthly.DeleteMany(ctx, bson.D{{Key: "link_id", Value: "L2"}}); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := New(ctx, s.clicks.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.BuildMonthly(ctx, folded); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.monthly.CountDocuments(ctx, bson.D{{Key: "link_id", Value: "L2"}}); n != 0 {
+		t.Fatalf("built again after it was recorded: %d monthly rollups of L2", n)
+	}
+	// A slot folded after the build adds to the built months.
+	now := end.Add(20 * time.Minute)
+	if err := s.Save(ctx, []analytics.Click{click("late", "L1", "O1", end, "DE", "direct", "vx")}, now, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FoldSlot(ctx, Slot(now), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := answerFrom(append(legacy["L1"], storedRecords(t, s, "L1")...), end.AddDate(0, 0, -30), end)
+	got, err := s.LinkAnalytics(ctx, "L1", "abc", end.AddDate(0, 0, -30), end)
+	if err != nil || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) || got.TotalClicks == 0 {
+		t.Fatalf("after a fold: got %+v (%v), want %+v", got, err, want)
 	}
 }

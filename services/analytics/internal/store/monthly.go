@@ -1,0 +1,303 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// The monthly rollups answer a link's analytics in a few reads whatever the days asked for.
+// A read of the daily rollups costs per document returned (FerretDB filters a day range
+// after reading every rollup of the link, then converts each document: 365 of them took
+// 55 ms), so the answer reads months instead:
+//
+//   - link_monthly, "<link>|<YYYY-MM>": the month's clicks, visitors and breakdowns, and
+//     each day's clicks ("days.DD") and visitors ("visitors.DD"), under owner, link, month
+//     and year fields. Read by link and year: one or two reads for any range of up to 365
+//     days.
+//   - link_month_days, same id: each day's breakdowns ("DD.countries.US"), read by id only
+//     for a month the range cuts through on a day with clicks — the first month of a range
+//     over a link older than it, as a rule.
+//
+// Both are written by the fold alone, marked with the slot like every rollup.
+const (
+	Monthly   = "link_monthly"
+	MonthDays = "link_month_days"
+)
+
+// monthOf splits "YYYY-MM-DD" into its month "YYYY-MM", year "YYYY" and day of month "DD".
+func monthOf(day string) (month, year, dd string) { return day[:7], day[:4], day[8:] }
+
+// monthID names the monthly rollups of link in month.
+func monthID(link, month string) string { return link + "|" + month }
+
+// monthDoc is a link_monthly document.
+type monthDoc struct {
+	ID             string           `bson:"_id"`
+	LinkID         string           `bson:"link_id"`
+	OwnerID        string           `bson:"owner_id,omitempty"`
+	Month          string           `bson:"month"`
+	Year           string           `bson:"year"`
+	LastSlot       int64            `bson:"last_slot"`
+	Clicks         int64            `bson:"clicks"`
+	UniqueVisitors int64            `bson:"unique_visitors"`
+	Days           map[string]int64 `bson:"days"`
+	Visitors       map[string]int64 `bson:"visitors"`
+	Breakdowns     `bson:",inline"`
+}
+
+// Breakdowns is the clicks per value of each breakdown, keys escaped (escapeKey).
+type Breakdowns struct {
+	Countries map[string]int64 `bson:"countries,omitempty"`
+	Referrers map[string]int64 `bson:"referrers,omitempty"`
+	Devices   map[string]int64 `bson:"devices,omitempty"`
+	Browsers  map[string]int64 `bson:"browsers,omitempty"`
+	OSs       map[string]int64 `bson:"oss,omitempty"`
+}
+
+// fields are the breakdowns by their field names, as the rollups store them.
+func (b *Breakdowns) fields() map[string]*map[string]int64 {
+	return map[string]*map[string]int64{"countries": &b.Countries, "referrers": &b.Referrers, "devices": &b.Devices, "browsers": &b.Browsers, "oss": &b.OSs}
+}
+
+// add adds o's clicks to b's.
+func (b *Breakdowns) add(o Breakdowns) {
+	mine := b.fields()
+	for f, theirs := range o.fields() {
+		for k, n := range *theirs {
+			if *mine[f] == nil {
+				*mine[f] = map[string]int64{}
+			}
+			(*mine[f])[k] += n
+		}
+	}
+}
+
+// monthDaysDoc is a link_month_days document: the breakdowns of each day, by "DD".
+type monthDaysDoc struct {
+	ID       string                `bson:"_id"`
+	LinkID   string                `bson:"link_id"`
+	LastSlot int64                 `bson:"last_slot"`
+	Days     map[string]Breakdowns `bson:",inline"`
+}
+
+// monthFold gathers what one slot adds to the monthly rollups: a rollup may be written
+// once per slot (addOnce), so the days of one month are added up first.
+type monthFold map[string]*monthAdd
+
+// monthAdd is what a slot adds to one month of one link.
+type monthAdd struct {
+	link     string
+	set      bson.D
+	inc      map[string]int64 // link_monthly
+	perDay   map[string]int64 // link_month_days
+	incOrder []string         // the fields of inc and perDay in the order first added,
+	dayOrder []string         // so that a write is the same whatever the map order
+	hasOwner bool
+}
+
+// add adds r, one link's day in the slot.
+func (f monthFold) add(r *rollup) {
+	month, year, dd := monthOf(r.day)
+	id := monthID(r.link, month)
+	m := f[id]
+	if m == nil {
+		m = &monthAdd{link: r.link, inc: map[string]int64{}, perDay: map[string]int64{},
+			set: bson.D{{Key: "link_id", Value: r.link}, {Key: "month", Value: month}, {Key: "year", Value: year}}}
+		f[id] = m
+	}
+	if r.owner != "" && !m.hasOwner {
+		m.set = append(m.set, bson.E{Key: "owner_id", Value: r.owner})
+		m.hasOwner = true
+	}
+	m.incr(&m.inc, &m.incOrder, "clicks", r.clicks)
+	m.incr(&m.inc, &m.incOrder, "unique_visitors", r.visitors)
+	m.incr(&m.inc, &m.incOrder, "days."+dd, r.clicks)
+	m.incr(&m.inc, &m.incOrder, "visitors."+dd, r.visitors)
+	for _, b := range breakdowns {
+		for v, n := range r.breakdown[b.field] {
+			m.incr(&m.inc, &m.incOrder, b.field+"."+escapeKey(v), n)
+			m.incr(&m.perDay, &m.dayOrder, dd+"."+b.field+"."+escapeKey(v), n)
+		}
+	}
+}
+
+func (m *monthAdd) incr(into *map[string]int64, order *[]string, field string, n int64) {
+	if _, ok := (*into)[field]; !ok {
+		*order = append(*order, field)
+	}
+	(*into)[field] += n
+}
+
+// write adds the slot's share to the monthly rollups, once per slot each (see addOnce).
+func (f monthFold) write(ctx context.Context, s *Store, slot int64) error {
+	return f.writeWith(ctx, func(coll *mongo.Collection, id string, inc, set bson.D) error {
+		return s.addOnce(ctx, coll, id, slot, inc, set)
+	}, s)
+}
+
+// seed adds to the monthly rollups unguarded, for Seed: its days are no slots.
+func (f monthFold) seed(ctx context.Context, s *Store) error {
+	return f.writeWith(ctx, func(coll *mongo.Collection, id string, inc, set bson.D) error {
+		set = append(set, bson.E{Key: "last_slot", Value: int64(0)})
+		_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$inc", Value: inc}, {Key: "$set", Value: set}}, options.UpdateOne().SetUpsert(true))
+		return err
+	}, s)
+}
+
+func (f monthFold) writeWith(ctx context.Context, add func(coll *mongo.Collection, id string, inc, set bson.D) error, s *Store) error {
+	for id, m := range f {
+		inc := make(bson.D, 0, len(m.incOrder))
+		for _, k := range m.incOrder {
+			inc = append(inc, bson.E{Key: k, Value: m.inc[k]})
+		}
+		if err := add(s.monthly, id, inc, m.set); err != nil {
+			return err
+		}
+		if len(m.dayOrder) == 0 {
+			continue
+		}
+		perDay := make(bson.D, 0, len(m.dayOrder))
+		for _, k := range m.dayOrder {
+			perDay = append(perDay, bson.E{Key: k, Value: m.perDay[k]})
+		}
+		if err := add(s.monthDays, id, perDay, bson.D{{Key: "link_id", Value: m.link}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// monthlyState is the analytics_state document recording that the monthly rollups were
+// built from the daily ones, for data folded before they existed.
+const monthlyState = "monthly_built"
+
+// BuildMonthly makes the monthly rollups of every link from its daily rollups, once: data
+// folded by a version without monthly rollups is answered like the rest. Each month is
+// written whole from the days (so a crash midway is healed by running it again), marked as
+// holding slot folded (the last slot folded), and it must run before the fold goes on,
+// by the fold's leader: while it runs nothing else writes a rollup. Once done it is
+// recorded, and later calls only read that record.
+func (s *Store) BuildMonthly(ctx context.Context, folded int64) error {
+	if s.monthlyBuilt.Load() {
+		return nil
+	}
+	err := s.state.FindOne(ctx, bson.D{{Key: "_id", Value: monthlyState}}).Err()
+	if err == nil {
+		s.monthlyBuilt.Store(true)
+		return nil
+	}
+	if !errors.Is(err, mongo.ErrNoDocuments) {
+		return fmt.Errorf("read monthly rollup state: %w", err)
+	}
+	// Every link with daily rollups has a total (the fold writes both; a purge deletes both).
+	cur, err := s.links.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return fmt.Errorf("list links for monthly rollups: %w", err)
+	}
+	var links []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &links); err != nil {
+		return fmt.Errorf("list links for monthly rollups: %w", err)
+	}
+	for _, l := range links {
+		if err := s.buildLinkMonths(ctx, l.ID, folded); err != nil {
+			return err
+		}
+	}
+	if _, err := s.state.InsertOne(ctx, bson.D{{Key: "_id", Value: monthlyState}, {Key: "slot", Value: folded}}); err != nil && !mongo.IsDuplicateKeyError(err) {
+		return fmt.Errorf("record monthly rollups built: %w", err)
+	}
+	s.monthlyBuilt.Store(true)
+	return nil
+}
+
+// buildLinkMonths writes the monthly rollups of link from its daily ones.
+func (s *Store) buildLinkMonths(ctx context.Context, link string, folded int64) error {
+	cur, err := s.daily.Find(ctx, bson.D{{Key: "link_id", Value: link}})
+	if err != nil {
+		return fmt.Errorf("read daily rollups of %s: %w", link, err)
+	}
+	var days []struct {
+		Day            string `bson:"day"`
+		OwnerID        string `bson:"owner_id"`
+		Clicks         int64  `bson:"clicks"`
+		UniqueVisitors int64  `bson:"unique_visitors"`
+		Breakdowns     `bson:",inline"`
+	}
+	if err := cur.All(ctx, &days); err != nil {
+		return fmt.Errorf("read daily rollups of %s: %w", link, err)
+	}
+	months := map[string]*monthDoc{}
+	perDay := map[string]*monthDaysDoc{}
+	for _, d := range days {
+		if len(d.Day) != len("2006-01-02") {
+			continue
+		}
+		month, year, dd := monthOf(d.Day)
+		id := monthID(link, month)
+		m := months[id]
+		if m == nil {
+			m = &monthDoc{ID: id, LinkID: link, Month: month, Year: year, LastSlot: folded, Days: map[string]int64{}, Visitors: map[string]int64{}}
+			months[id] = m
+			perDay[id] = &monthDaysDoc{ID: id, LinkID: link, LastSlot: folded, Days: map[string]Breakdowns{}}
+		}
+		if d.OwnerID != "" {
+			m.OwnerID = d.OwnerID
+		}
+		m.Clicks += d.Clicks
+		m.UniqueVisitors += d.UniqueVisitors
+		m.Days[dd] += d.Clicks
+		m.Visitors[dd] += d.UniqueVisitors
+		m.add(d.Breakdowns)
+		day := perDay[id].Days[dd]
+		day.add(d.Breakdowns)
+		perDay[id].Days[dd] = day
+	}
+	upsert := options.Replace().SetUpsert(true)
+	for id, m := range months {
+		if _, err := s.monthly.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, m, upsert); err != nil {
+			return fmt.Errorf("write monthly rollup %s: %w", id, err)
+		}
+		if _, err := s.monthDays.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, perDay[id], upsert); err != nil {
+			return fmt.Errorf("write monthly day rollup %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// monthsOf reads the monthly rollups of link in the years from fromYear to toYear.
+func (s *Store) monthsOf(ctx context.Context, link string, fromYear, toYear int) ([]monthDoc, error) {
+	var out []monthDoc
+	for y := fromYear; y <= toYear; y++ {
+		// Two equalities: FerretDB filters them in PostgreSQL, with the index.
+		cur, err := s.monthly.Find(ctx, bson.D{{Key: "link_id", Value: link}, {Key: "year", Value: fmt.Sprintf("%04d", y)}})
+		if err != nil {
+			return nil, fmt.Errorf("read monthly rollups: %w", err)
+		}
+		var docs []monthDoc
+		if err := cur.All(ctx, &docs); err != nil {
+			return nil, fmt.Errorf("read monthly rollups: %w", err)
+		}
+		out = append(out, docs...)
+	}
+	return out, nil
+}
+
+// monthDaysOf reads the per-day breakdowns of one month's rollup; none when there are none.
+func (s *Store) monthDaysOf(ctx context.Context, id string) (map[string]Breakdowns, error) {
+	var d monthDaysDoc
+	err := s.monthDays.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read monthly day rollup: %w", err)
+	}
+	return d.Days, nil
+}

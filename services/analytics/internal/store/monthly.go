@@ -140,11 +140,12 @@ func (f monthFold) write(ctx context.Context, s *Store, slot int64) error {
 	}, s)
 }
 
-// seed adds to the monthly rollups unguarded, for Seed: its days are no slots.
+// seed adds to the monthly rollups unguarded, for Seed: its days are no slots. A rollup it
+// creates holds slot 0, so that the fold adds to it; one the fold wrote keeps its slot.
 func (f monthFold) seed(ctx context.Context, s *Store) error {
 	return f.writeWith(ctx, func(coll *mongo.Collection, id string, inc, set bson.D) error {
-		set = append(set, bson.E{Key: "last_slot", Value: int64(0)})
-		_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$inc", Value: inc}, {Key: "$set", Value: set}}, options.UpdateOne().SetUpsert(true))
+		update := bson.D{{Key: "$inc", Value: inc}, {Key: "$set", Value: set}, {Key: "$setOnInsert", Value: bson.D{{Key: "last_slot", Value: int64(0)}}}}
+		_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, update, options.UpdateOne().SetUpsert(true))
 		return err
 	}, s)
 }

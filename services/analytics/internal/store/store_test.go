@@ -431,3 +431,30 @@ func TestBuildMonthlyFromDaily(t *testing.T) {
 		t.Fatalf("after a fold: got %+v (%v), want %+v", got, err, want)
 	}
 }
+
+// Seed creates rollups the fold adds to, and leaves the slot of one the fold wrote: a slot
+// folded again after a crash still adds nothing twice.
+func TestSeedKeepsTheFoldsSlot(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.Seed(ctx, "L1", "O1", Day(day0), 5, 2, map[string]map[string]int64{"countries": {"GB": 5}}); err != nil {
+		t.Fatal(err)
+	}
+	now := day0.Add(time.Hour)
+	if err := s.Save(ctx, []analytics.Click{click("s1", "L1", "O1", day0, "DE", "direct", "v1")}, now, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := s.FoldSlot(ctx, Slot(now), nil); err != nil {
+			t.Fatal(err)
+		}
+		// Seeding another day of the month after the fold wrote the month.
+		if err := s.Seed(ctx, "L1", "O1", Day(day0.AddDate(0, 0, 1)), 1, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.LinkAnalytics(ctx, "L1", "abc", day0, day0.AddDate(0, 0, 1))
+	if err != nil || got.TotalClicks != 5+1+2 || fmt.Sprint(got.Countries) != "[{GB 5} {DE 1}]" {
+		t.Fatalf("seeded 5+2, folded 1 once: %+v, %v", got, err)
+	}
+}

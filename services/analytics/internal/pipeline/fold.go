@@ -44,16 +44,16 @@ func (f Folder) fold(lctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Data folded before the monthly rollups existed gets them before any slot is folded
-	// into them (once; then a read of the record).
-	if err := f.Store.BuildMonthly(lctx, next-1); err != nil {
-		return err
-	}
 	if err := f.Store.ApplyPurges(lctx); err != nil {
 		return err
 	}
 	purged, err := f.Store.PurgedLinks(lctx)
 	if err != nil {
+		return err
+	}
+	// Slots folded by a version without monthly rollups (or before them) get them before
+	// any slot is folded into them; otherwise one read.
+	if err := f.Store.BuildMonthly(lctx, purged); err != nil {
 		return err
 	}
 	for slot := next; slot <= closed; slot++ {

@@ -23,7 +23,7 @@ func (s *Store) NextSlot(ctx context.Context, start int64) (int64, error) {
 	}
 	err := s.state.FindOne(ctx, bson.D{{Key: "_id", Value: foldID}}).Decode(&st)
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		_, err = s.state.InsertOne(ctx, bson.D{{Key: "_id", Value: foldID}, {Key: "next_slot", Value: start}})
+		_, err = s.state.InsertOne(ctx, bson.D{{Key: "_id", Value: foldID}, {Key: "next_slot", Value: start}, {Key: monthlyNext, Value: start}})
 		if err != nil && !mongo.IsDuplicateKeyError(err) {
 			return 0, fmt.Errorf("start fold state: %w", err)
 		}
@@ -70,32 +70,26 @@ var breakdowns = []struct {
 	{"oss", func(c clickDoc) string { return c.OS }},
 }
 
-// FoldSlot adds the clicks and visitors stored in slot to the rollups, then records that
-// the next slot is slot+1. Each rollup it touches remembers the slot, so folding a slot
-// again (after a crash between two documents) adds nothing twice. Only one caller may fold
-// at a time (see Folder); the slot must be closed, i.e. no click can be stored in it
-// anymore. Clicks of the links in purged are left out.
-func (s *Store) FoldSlot(ctx context.Context, slot int64, purged map[string]bool) error {
+// slotRollups adds up the clicks and visitors stored in slot, but those of the links in
+// purged: by link and day ("<link>|<day>"), by link, and by owner.
+func (s *Store) slotRollups(ctx context.Context, slot int64, purged map[string]bool) (days, links, owners map[string]*rollup, err error) {
 	cur, err := s.clicks.Find(ctx, bson.D{{Key: "slot", Value: slot}})
 	if err != nil {
-		return fmt.Errorf("read slot clicks: %w", err)
+		return nil, nil, nil, fmt.Errorf("read slot clicks: %w", err)
 	}
 	var clicks []clickDoc
 	if err := cur.All(ctx, &clicks); err != nil {
-		return fmt.Errorf("read slot clicks: %w", err)
+		return nil, nil, nil, fmt.Errorf("read slot clicks: %w", err)
 	}
 	cur, err = s.visitors.Find(ctx, bson.D{{Key: "slot", Value: slot}})
 	if err != nil {
-		return fmt.Errorf("read slot visitors: %w", err)
+		return nil, nil, nil, fmt.Errorf("read slot visitors: %w", err)
 	}
 	var visitors []visitorDoc
 	if err := cur.All(ctx, &visitors); err != nil {
-		return fmt.Errorf("read slot visitors: %w", err)
+		return nil, nil, nil, fmt.Errorf("read slot visitors: %w", err)
 	}
-
-	days := map[string]*rollup{}
-	links := map[string]*rollup{}
-	owners := map[string]*rollup{}
+	days, links, owners = map[string]*rollup{}, map[string]*rollup{}, map[string]*rollup{}
 	dayOf := func(link, day string) *rollup {
 		k := link + "|" + day
 		r := days[k]
@@ -140,7 +134,37 @@ func (s *Store) FoldSlot(ctx context.Context, slot int64, purged map[string]bool
 			dayOf(v.LinkID, v.Day).visitors++
 		}
 	}
+	return days, links, owners, nil
+}
 
+// FoldSlot adds the clicks and visitors stored in slot to the rollups, then records that
+// the next slot is slot+1. Each rollup it touches remembers the slot, so folding a slot
+// again (after a crash between two documents) adds nothing twice. Only one caller may fold
+// at a time (see Folder); the slot must be closed, i.e. no click can be stored in it
+// anymore. Clicks of the links in purged are left out.
+func (s *Store) FoldSlot(ctx context.Context, slot int64, purged map[string]bool) error {
+	days, links, owners, err := s.slotRollups(ctx, slot, purged)
+	if err != nil {
+		return err
+	}
+	// The daily rollups stay written, so that a version before the monthly ones, running
+	// beside this one during a rolling update or after a rollback, finds them whole, and so
+	// that the monthly ones can always be rebuilt from them (see BuildMonthly).
+	for id, r := range days {
+		inc := bson.D{{Key: "clicks", Value: r.clicks}, {Key: "unique_visitors", Value: r.visitors}}
+		for _, b := range breakdowns {
+			for v, n := range r.breakdown[b.field] {
+				inc = append(inc, bson.E{Key: b.field + "." + escapeKey(v), Value: n})
+			}
+		}
+		set := bson.D{{Key: "link_id", Value: r.link}, {Key: "day", Value: r.day}}
+		if r.owner != "" {
+			set = append(set, bson.E{Key: "owner_id", Value: r.owner})
+		}
+		if err := s.addOnce(ctx, s.daily, id, slot, inc, set); err != nil {
+			return err
+		}
+	}
 	months := monthFold{}
 	for _, r := range days {
 		months.add(r)
@@ -169,7 +193,9 @@ func (s *Store) FoldSlot(ctx context.Context, slot int64, purged map[string]bool
 			}
 		}
 	}
-	if _, err := s.state.UpdateOne(ctx, bson.D{{Key: "_id", Value: foldID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "next_slot", Value: slot + 1}}}}); err != nil {
+	// monthly_next moves with next_slot: a fold by a version without monthly rollups moves
+	// next_slot alone, which tells the next fold here to rebuild them (BuildMonthly).
+	if _, err := s.state.UpdateOne(ctx, bson.D{{Key: "_id", Value: foldID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "next_slot", Value: slot + 1}, {Key: monthlyNext, Value: slot + 1}}}}); err != nil {
 		return fmt.Errorf("advance fold: %w", err)
 	}
 	return nil
@@ -305,6 +331,18 @@ func (s *Store) ApplyPurges(ctx context.Context) error {
 // benchmarks (see analyticstest), never called by the service. Seed a day once: its month's
 // rollup adds it.
 func (s *Store) Seed(ctx context.Context, linkID, ownerID, day string, clicks, visitors int64, breakdown map[string]map[string]int64) error {
+	set := bson.D{{Key: "link_id", Value: linkID}, {Key: "owner_id", Value: ownerID}, {Key: "day", Value: day},
+		{Key: "clicks", Value: clicks}, {Key: "unique_visitors", Value: visitors}, {Key: "last_slot", Value: int64(0)}}
+	for field, m := range breakdown {
+		sub := bson.D{}
+		for v, n := range m {
+			sub = append(sub, bson.E{Key: escapeKey(v), Value: n})
+		}
+		set = append(set, bson.E{Key: field, Value: sub})
+	}
+	if _, err := s.daily.UpdateOne(ctx, bson.D{{Key: "_id", Value: linkID + "|" + day}}, bson.D{{Key: "$set", Value: set}}, options.UpdateOne().SetUpsert(true)); err != nil {
+		return fmt.Errorf("seed daily rollup: %w", err)
+	}
 	months := monthFold{}
 	months.add(&rollup{link: linkID, owner: ownerID, day: day, clicks: clicks, visitors: visitors, breakdown: breakdown})
 	if err := months.seed(ctx, s); err != nil {

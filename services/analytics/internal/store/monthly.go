@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -23,7 +24,8 @@ import (
 //     for a month the range cuts through on a day with clicks — the first month of a range
 //     over a link older than it, as a rule.
 //
-// Both are written by the fold alone, marked with the slot like every rollup.
+// Both are written by the fold's leader alone (the fold, and BuildMonthly when they lag
+// the fold), marked with the slot like every rollup.
 const (
 	Monthly   = "link_monthly"
 	MonthDays = "link_month_days"
@@ -75,6 +77,14 @@ func (b *Breakdowns) add(o Breakdowns) {
 			(*mine[f])[k] += n
 		}
 	}
+}
+
+// plus is b with o's clicks added, b's maps left as they were.
+func (b Breakdowns) plus(o Breakdowns) Breakdowns {
+	var out Breakdowns
+	out.add(b)
+	out.add(o)
+	return out
 }
 
 // monthDaysDoc is a link_month_days document: the breakdowns of each day, by "DD".
@@ -173,27 +183,35 @@ func (f monthFold) writeWith(ctx context.Context, add func(coll *mongo.Collectio
 	return nil
 }
 
-// monthlyState is the analytics_state document recording that the monthly rollups were
-// built from the daily ones, for data folded before they existed.
-const monthlyState = "monthly_built"
+// monthlyNext is the field of the fold's state holding the first slot not yet in the
+// monthly rollups. The fold moves it with next_slot; a version without monthly rollups
+// moves next_slot alone (and, before them, there was no such field).
+const monthlyNext = "monthly_next"
 
-// BuildMonthly makes the monthly rollups of every link from its daily rollups, once: data
-// folded by a version without monthly rollups is answered like the rest. Each month is
-// written whole from the days (so a crash midway is healed by running it again), marked as
-// holding slot folded (the last slot folded), and it must run before the fold goes on,
-// by the fold's leader: while it runs nothing else writes a rollup. Once done it is
-// recorded, and later calls only read that record.
-func (s *Store) BuildMonthly(ctx context.Context, folded int64) error {
-	if s.monthlyBuilt.Load() {
+// BuildMonthly rebuilds the monthly rollups from the daily ones when they lag the fold:
+// after an upgrade from a version without them, or when such a version (an old replica in a
+// rolling update, a rollback) folded meanwhile. Otherwise it costs one read. Each month is
+// written whole from its days and marked as holding the slots before next_slot, unless a
+// newer fold has written it since (a deposed leader's late write changes nothing). Slot
+// next_slot itself may be half folded into the daily rollups by a version that stopped in
+// the middle of it: its share is taken out of the days that hold it, so that the fold of
+// next_slot that follows adds it to each month once. Then monthly_next is recorded, unless
+// next_slot moved meanwhile (the next call rebuilds again). Only the fold's leader calls it,
+// before folding; clicks of the links in purged are left out, as the fold leaves them out.
+func (s *Store) BuildMonthly(ctx context.Context, purged map[string]bool) error {
+	var st struct {
+		Next    int64  `bson:"next_slot"`
+		Monthly *int64 `bson:"monthly_next"`
+	}
+	if err := s.state.FindOne(ctx, bson.D{{Key: "_id", Value: foldID}}).Decode(&st); err != nil {
+		return fmt.Errorf("read fold state: %w", err)
+	}
+	if st.Monthly != nil && *st.Monthly == st.Next {
 		return nil
 	}
-	err := s.state.FindOne(ctx, bson.D{{Key: "_id", Value: monthlyState}}).Err()
-	if err == nil {
-		s.monthlyBuilt.Store(true)
-		return nil
-	}
-	if !errors.Is(err, mongo.ErrNoDocuments) {
-		return fmt.Errorf("read monthly rollup state: %w", err)
+	partial, _, _, err := s.slotRollups(ctx, st.Next, purged)
+	if err != nil {
+		return err
 	}
 	// Every link with daily rollups has a total (the fold writes both; a purge deletes both).
 	cur, err := s.links.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
@@ -207,19 +225,24 @@ func (s *Store) BuildMonthly(ctx context.Context, folded int64) error {
 		return fmt.Errorf("list links for monthly rollups: %w", err)
 	}
 	for _, l := range links {
-		if err := s.buildLinkMonths(ctx, l.ID, folded); err != nil {
+		if purged[l.ID] {
+			continue
+		}
+		if err := s.buildLinkMonths(ctx, l.ID, st.Next, partial); err != nil {
 			return err
 		}
 	}
-	if _, err := s.state.InsertOne(ctx, bson.D{{Key: "_id", Value: monthlyState}, {Key: "slot", Value: folded}}); err != nil && !mongo.IsDuplicateKeyError(err) {
+	if _, err := s.state.UpdateOne(ctx, bson.D{{Key: "_id", Value: foldID}, {Key: "next_slot", Value: st.Next}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: monthlyNext, Value: st.Next}}}}); err != nil {
 		return fmt.Errorf("record monthly rollups built: %w", err)
 	}
-	s.monthlyBuilt.Store(true)
 	return nil
 }
 
-// buildLinkMonths writes the monthly rollups of link from its daily ones.
-func (s *Store) buildLinkMonths(ctx context.Context, link string, folded int64) error {
+// buildLinkMonths writes the monthly rollups of link from its daily ones as they stood
+// before slot next: partial holds slot next's share by "<link>|<day>", taken out of a day
+// that already holds it.
+func (s *Store) buildLinkMonths(ctx context.Context, link string, next int64, partial map[string]*rollup) error {
 	cur, err := s.daily.Find(ctx, bson.D{{Key: "link_id", Value: link}})
 	if err != nil {
 		return fmt.Errorf("read daily rollups of %s: %w", link, err)
@@ -229,6 +252,7 @@ func (s *Store) buildLinkMonths(ctx context.Context, link string, folded int64) 
 		OwnerID        string `bson:"owner_id"`
 		Clicks         int64  `bson:"clicks"`
 		UniqueVisitors int64  `bson:"unique_visitors"`
+		LastSlot       int64  `bson:"last_slot"`
 		Breakdowns     `bson:",inline"`
 	}
 	if err := cur.All(ctx, &days); err != nil {
@@ -237,16 +261,30 @@ func (s *Store) buildLinkMonths(ctx context.Context, link string, folded int64) 
 	months := map[string]*monthDoc{}
 	perDay := map[string]*monthDaysDoc{}
 	for _, d := range days {
-		if len(d.Day) != len("2006-01-02") {
+		if len(d.Day) != len(time.DateOnly) {
 			continue
+		}
+		if r := partial[link+"|"+d.Day]; r != nil && d.LastSlot >= next {
+			d.Clicks -= r.clicks
+			d.UniqueVisitors -= r.visitors
+			var share Breakdowns
+			for f, m := range share.fields() {
+				for v, n := range r.breakdown[f] {
+					if *m == nil {
+						*m = map[string]int64{}
+					}
+					(*m)[escapeKey(v)] -= n
+				}
+			}
+			d.Breakdowns = d.Breakdowns.plus(share)
 		}
 		month, year, dd := monthOf(d.Day)
 		id := monthID(link, month)
 		m := months[id]
 		if m == nil {
-			m = &monthDoc{ID: id, LinkID: link, Month: month, Year: year, LastSlot: folded, Days: map[string]int64{}, Visitors: map[string]int64{}}
+			m = &monthDoc{ID: id, LinkID: link, Month: month, Year: year, LastSlot: next - 1, Days: map[string]int64{}, Visitors: map[string]int64{}}
 			months[id] = m
-			perDay[id] = &monthDaysDoc{ID: id, LinkID: link, LastSlot: folded, Days: map[string]Breakdowns{}}
+			perDay[id] = &monthDaysDoc{ID: id, LinkID: link, LastSlot: next - 1, Days: map[string]Breakdowns{}}
 		}
 		if d.OwnerID != "" {
 			m.OwnerID = d.OwnerID
@@ -260,14 +298,22 @@ func (s *Store) buildLinkMonths(ctx context.Context, link string, folded int64) 
 		day.add(d.Breakdowns)
 		perDay[id].Days[dd] = day
 	}
-	upsert := options.Replace().SetUpsert(true)
 	for id, m := range months {
-		if _, err := s.monthly.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, m, upsert); err != nil {
-			return fmt.Errorf("write monthly rollup %s: %w", id, err)
+		if err := s.replaceBefore(ctx, s.monthly, id, next, m); err != nil {
+			return err
 		}
-		if _, err := s.monthDays.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, perDay[id], upsert); err != nil {
-			return fmt.Errorf("write monthly day rollup %s: %w", id, err)
+		if err := s.replaceBefore(ctx, s.monthDays, id, next, perDay[id]); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// replaceBefore writes doc as rollup id unless a fold of slot next or later wrote it.
+func (s *Store) replaceBefore(ctx context.Context, coll *mongo.Collection, id string, next int64, doc any) error {
+	_, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "last_slot", Value: bson.D{{Key: "$lt", Value: next}}}}, doc, options.Replace().SetUpsert(true))
+	if err != nil && !mongo.IsDuplicateKeyError(err) { // a duplicate: a newer fold holds it
+		return fmt.Errorf("write %s %s: %w", coll.Name(), id, err)
 	}
 	return nil
 }

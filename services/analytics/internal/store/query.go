@@ -14,8 +14,9 @@ import (
 )
 
 // LinkAnalytics answers for linkID over the days from..to (UTC dates, inclusive), from the
-// monthly rollups: one read per calendar year the range touches, plus one for a month the
-// range cuts through on a day with clicks. Its cost grows with the months, not the clicks.
+// monthly rollups: those of each calendar year the range touches (one read each, at most 12
+// documents), plus the per-day breakdowns of each month the range cuts through on a day with
+// clicks. Its cost grows with the years and months asked for, not with the clicks.
 func (s *Store) LinkAnalytics(ctx context.Context, linkID, code string, from, to time.Time) (analytics.LinkAnalytics, error) {
 	fromDay, toDay := Day(from), Day(to)
 	months, err := s.monthsOf(ctx, linkID, from.UTC().Year(), to.UTC().Year())

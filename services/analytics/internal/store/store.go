@@ -9,7 +9,8 @@
 //   - link_daily, link_monthly, link_month_days, link_totals, owner_totals, global_totals:
 //     rollups, written only by the fold (one leader at a time), which adds the clicks and
 //     visitors of one closed slot at a time and marks each rollup with the slot, so adding a
-//     slot again changes nothing. A link's answer reads the monthly ones (see monthly.go).
+//     slot again changes nothing. A link's answer reads the monthly ones (see monthly.go);
+//     the daily ones are kept for versions before them and to rebuild them from.
 //
 // No document holds a client address.
 package store
@@ -19,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -55,8 +55,6 @@ type Store struct {
 	clicks, visitors, daily, links, owners, state *mongo.Collection
 	purged, global                                *mongo.Collection
 	monthly, monthDays                            *mongo.Collection
-	// monthlyBuilt: BuildMonthly has found or made the monthly rollups.
-	monthlyBuilt atomic.Bool
 }
 
 // New returns a Store on db after making sure its indexes exist.

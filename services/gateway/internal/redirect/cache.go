@@ -91,6 +91,8 @@ type Cache struct {
 	// change. Hits never take it.
 	mu       sync.Mutex
 	inflight map[string]*fill
+	// refreshing counts the background refreshes in flight (under mu).
+	refreshing int
 
 	hits, staleHits, misses, stored atomic.Int64
 }
@@ -172,18 +174,38 @@ func (c *Cache) refresh(ctx context.Context, code string, e Entry, now time.Time
 	c.mu.Lock()
 	cur, ok := c.entries.Peek(code)
 	due := ok && cur.fetched.Equal(e.fetched) && !now.Before(cur.refreshAt)
-	if due {
+	// Codes that went quiet together come due together: the first hits after a lull would
+	// start a fill each at once. A few run at a time; the rest stay due and start on a later
+	// hit, unless the bound is near, when they start regardless.
+	urgent := now.Sub(e.fetched) >= link.CacheTTL-refreshUrgent
+	if due && (c.refreshing < maxRefreshing || urgent) {
 		cur.refreshAt = now.Add(refreshRetry)
 		c.entries.Add(code, cur)
+		c.refreshing++
+	} else {
+		due = false
 	}
 	c.mu.Unlock()
 	if !due {
-		return // another hit started it, or the entry changed meanwhile
+		return // another hit started it, the entry changed meanwhile, or enough run
 	}
 	code = strings.Clone(code)
 	fctx := context.WithoutCancel(ctx)
-	c.fills.DoChan(code, func() (any, error) { return c.fill(fctx, code, now) })
+	done := c.fills.DoChan(code, func() (any, error) { return c.fill(fctx, code, now) })
+	go func() {
+		<-done // also when the refresh joined a fill of code already in flight
+		c.mu.Lock()
+		c.refreshing--
+		c.mu.Unlock()
+	}()
 }
+
+// maxRefreshing bounds the background refreshes in flight but those of entries within
+// refreshUrgent of their bound.
+const (
+	maxRefreshing = 8
+	refreshUrgent = 3 * time.Second
+)
 
 // fill asks the link service about code and stores the answer unless code was invalidated
 // meanwhile.

@@ -493,3 +493,68 @@ func TestStaleEntriesAnswerWhileTheLinkServiceIsAway(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Codes that went quiet together come due together: after a lull, the first hits start at
+// most maxRefreshing background refreshes; the others stay due and start on later hits, and
+// an entry near its bound starts its refresh whatever runs. Nothing waits on any of them.
+func TestRefreshesAfterALullRunAFewAtATime(t *testing.T) {
+	const codes = 50
+	res := &fakeResolver{links: map[string]link.Resolved{}}
+	for i := range codes {
+		res.links[fmt.Sprint("c", i)] = link.Resolved{DestinationURL: "https://e.example", ExpiresAt: now.Add(time.Hour)}
+	}
+	c := NewCache(100, res)
+	ctx := context.Background()
+	for i := range codes {
+		if _, err := c.Lookup(ctx, fmt.Sprint("c", i), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gate := make(chan struct{})
+	res.mu.Lock()
+	res.gate = gate
+	res.mu.Unlock()
+	hitAll := func(at time.Time) {
+		for i := range codes {
+			if e, err := c.Lookup(ctx, fmt.Sprint("c", i), at); err != nil || !e.Found {
+				t.Fatalf("hit at %v: %+v, %v", at.Sub(now), e, err)
+			}
+		}
+	}
+	refreshes := func(want int32) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for res.calls.Load()-codes < want && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond) // and no more than want
+		if got := res.calls.Load() - codes; got != want {
+			t.Fatalf("%d refreshes started, want %d", got, want)
+		}
+	}
+	hitAll(now.Add(refreshTo)) // every entry due, none near its bound
+	refreshes(maxRefreshing)
+	hitAll(now.Add(refreshTo + time.Second))
+	refreshes(maxRefreshing)
+	hitAll(now.Add(link.CacheTTL - refreshUrgent)) // near the bound: each starts its own
+	refreshes(codes)
+	close(gate)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		n := c.refreshing
+		c.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d refreshes still counted in flight", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i := range codes {
+		if e, ok := c.entries.Peek(fmt.Sprint("c", i)); !ok || !e.fetched.After(now) {
+			t.Fatalf("c%d not refreshed: %+v", i, e)
+		}
+	}
+}

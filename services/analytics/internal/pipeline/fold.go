@@ -53,8 +53,13 @@ func (f Folder) fold(lctx context.Context) error {
 	}
 	// Slots folded by a version without monthly rollups (or before them) get them before
 	// any slot is folded into them; otherwise one read.
-	if err := f.Store.BuildMonthly(lctx, purged); err != nil {
+	start := time.Now()
+	rebuilt, links, err := f.Store.BuildMonthly(lctx, purged)
+	if err != nil {
 		return err
+	}
+	if rebuilt {
+		f.Logger.InfoContext(lctx, "monthly rollups rebuilt from the daily ones", "links", links, "next_slot", next, "took", time.Since(start).Round(time.Millisecond))
 	}
 	for slot := next; slot <= closed; slot++ {
 		// A slot holds what the consumers stored in 10 s, which may take a while to read.

@@ -198,45 +198,47 @@ const monthlyNext = "monthly_next"
 // next_slot that follows adds it to each month once. Then monthly_next is recorded, unless
 // next_slot moved meanwhile (the next call rebuilds again). Only the fold's leader calls it,
 // before folding; clicks of the links in purged are left out, as the fold leaves them out.
-func (s *Store) BuildMonthly(ctx context.Context, purged map[string]bool) error {
+// It reports whether it rebuilt, and how many links.
+func (s *Store) BuildMonthly(ctx context.Context, purged map[string]bool) (rebuilt bool, links int, err error) {
 	var st struct {
 		Next    int64  `bson:"next_slot"`
 		Monthly *int64 `bson:"monthly_next"`
 	}
 	if err := s.state.FindOne(ctx, bson.D{{Key: "_id", Value: foldID}}).Decode(&st); err != nil {
-		return fmt.Errorf("read fold state: %w", err)
+		return false, 0, fmt.Errorf("read fold state: %w", err)
 	}
 	if st.Monthly != nil && *st.Monthly == st.Next {
-		return nil
+		return false, 0, nil
 	}
 	partial, _, _, err := s.slotRollups(ctx, st.Next, purged)
 	if err != nil {
-		return err
+		return false, 0, err
 	}
 	// Every link with daily rollups has a total (the fold writes both; a purge deletes both).
 	cur, err := s.links.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
 	if err != nil {
-		return fmt.Errorf("list links for monthly rollups: %w", err)
+		return false, 0, fmt.Errorf("list links for monthly rollups: %w", err)
 	}
-	var links []struct {
+	var all []struct {
 		ID string `bson:"_id"`
 	}
-	if err := cur.All(ctx, &links); err != nil {
-		return fmt.Errorf("list links for monthly rollups: %w", err)
+	if err := cur.All(ctx, &all); err != nil {
+		return false, 0, fmt.Errorf("list links for monthly rollups: %w", err)
 	}
-	for _, l := range links {
+	for _, l := range all {
 		if purged[l.ID] {
 			continue
 		}
 		if err := s.buildLinkMonths(ctx, l.ID, st.Next, partial); err != nil {
-			return err
+			return false, links, err
 		}
+		links++
 	}
 	if _, err := s.state.UpdateOne(ctx, bson.D{{Key: "_id", Value: foldID}, {Key: "next_slot", Value: st.Next}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: monthlyNext, Value: st.Next}}}}); err != nil {
-		return fmt.Errorf("record monthly rollups built: %w", err)
+		return false, links, fmt.Errorf("record monthly rollups built: %w", err)
 	}
-	return nil
+	return true, links, nil
 }
 
 // buildLinkMonths writes the monthly rollups of link from its daily ones as they stood

@@ -399,14 +399,14 @@ func TestBuildMonthlyFromDaily(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // and once more as after a crash before the build was recorded
-		if err := s.BuildMonthly(ctx, nil); err != nil {
-			t.Fatal(err)
+		if rebuilt, links, err := s.BuildMonthly(ctx, nil); err != nil || !rebuilt || links != 2 {
+			t.Fatalf("build: rebuilt %v, %d links, %v; want 2 links", rebuilt, links, err)
 		}
 		if _, err := s.state.UpdateOne(ctx, bson.D{{Key: "_id", Value: foldID}}, bson.D{{Key: "$unset", Value: bson.D{{Key: monthlyNext, Value: ""}}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.BuildMonthly(ctx, nil); err != nil {
+	if _, _, err := s.BuildMonthly(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	checkRanges(t, s, end, rng, func(link string) []dayRecord { return legacy[link] })
@@ -418,8 +418,8 @@ func TestBuildMonthlyFromDaily(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s2.BuildMonthly(ctx, nil); err != nil {
-		t.Fatal(err)
+	if rebuilt, _, err := s2.BuildMonthly(ctx, nil); err != nil || rebuilt {
+		t.Fatalf("a recorded build ran again: %v, %v", rebuilt, err)
 	}
 	if n, _ := s.monthly.CountDocuments(ctx, bson.D{{Key: "link_id", Value: "L2"}}); n != 0 {
 		t.Fatalf("built again after it was recorded: %d monthly rollups of L2", n)
@@ -540,8 +540,8 @@ func TestMonthlyRebuiltAfterAnEarlierVersionFolded(t *testing.T) {
 	foldLikeAnEarlierVersion(t, s, halfway, func(key string) bool { return strings.HasPrefix(key, "L1|") })
 
 	// This version leads again: the fold's round.
-	if err := s.BuildMonthly(ctx, nil); err != nil {
-		t.Fatal(err)
+	if rebuilt, _, err := s.BuildMonthly(ctx, nil); err != nil || !rebuilt {
+		t.Fatalf("no rebuild after an earlier version folded: %v, %v", rebuilt, err)
 	}
 	if err := s.FoldSlot(ctx, halfway, nil); err != nil {
 		t.Fatal(err)

@@ -147,9 +147,10 @@ func (s *Store) FoldSlot(ctx context.Context, slot int64, purged map[string]bool
 	if err != nil {
 		return err
 	}
-	// The daily rollups stay written, so that a version before the monthly ones, running
-	// beside this one during a rolling update or after a rollback, finds them whole, and so
-	// that the monthly ones can always be rebuilt from them (see BuildMonthly).
+	// The daily rollups: each day's breakdowns, read for a month a range cuts through; kept
+	// whole, also so that a version before the monthly ones, running beside this one during a
+	// rolling update or after a rollback, finds them so, and so that the monthly ones can
+	// always be rebuilt from them (see BuildMonthly).
 	for id, r := range days {
 		inc := bson.D{{Key: "clicks", Value: r.clicks}, {Key: "unique_visitors", Value: r.visitors}}
 		for _, b := range breakdowns {
@@ -157,7 +158,7 @@ func (s *Store) FoldSlot(ctx context.Context, slot int64, purged map[string]bool
 				inc = append(inc, bson.E{Key: b.field + "." + escapeKey(v), Value: n})
 			}
 		}
-		set := bson.D{{Key: "link_id", Value: r.link}, {Key: "day", Value: r.day}}
+		set := bson.D{{Key: "link_id", Value: r.link}, {Key: "day", Value: r.day}, {Key: "month", Value: r.day[:7]}}
 		if r.owner != "" {
 			set = append(set, bson.E{Key: "owner_id", Value: r.owner})
 		}
@@ -260,7 +261,7 @@ func (s *Store) Purge(ctx context.Context, linkID string) error {
 	if err != nil && !mongo.IsDuplicateKeyError(err) {
 		return fmt.Errorf("purge %s: %w", linkID, err)
 	}
-	for _, coll := range []*mongo.Collection{s.clicks, s.visitors, s.daily, s.monthly, s.monthDays} {
+	for _, coll := range []*mongo.Collection{s.clicks, s.visitors, s.daily, s.monthly} {
 		if _, err := coll.DeleteMany(ctx, bson.D{{Key: "link_id", Value: linkID}}); err != nil {
 			return fmt.Errorf("purge %s from %s: %w", linkID, coll.Name(), err)
 		}
@@ -314,7 +315,7 @@ func (s *Store) ApplyPurges(ctx context.Context) error {
 		}
 		// A fold that read the purged links just before the purge may have written its
 		// rollups again; only the leader runs this, after such a fold.
-		for _, coll := range []*mongo.Collection{s.daily, s.monthly, s.monthDays} {
+		for _, coll := range []*mongo.Collection{s.daily, s.monthly} {
 			if _, err := coll.DeleteMany(ctx, bson.D{{Key: "link_id", Value: p.ID}}); err != nil {
 				return fmt.Errorf("delete purged rollups from %s: %w", coll.Name(), err)
 			}
@@ -331,7 +332,7 @@ func (s *Store) ApplyPurges(ctx context.Context) error {
 // benchmarks (see analyticstest), never called by the service. Seed a day once: its month's
 // rollup adds it.
 func (s *Store) Seed(ctx context.Context, linkID, ownerID, day string, clicks, visitors int64, breakdown map[string]map[string]int64) error {
-	set := bson.D{{Key: "link_id", Value: linkID}, {Key: "owner_id", Value: ownerID}, {Key: "day", Value: day},
+	set := bson.D{{Key: "link_id", Value: linkID}, {Key: "owner_id", Value: ownerID}, {Key: "day", Value: day}, {Key: "month", Value: day[:min(7, len(day))]},
 		{Key: "clicks", Value: clicks}, {Key: "unique_visitors", Value: visitors}, {Key: "last_slot", Value: int64(0)}}
 	for field, m := range breakdown {
 		sub := bson.D{}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,22 +13,20 @@ import (
 // The monthly rollups answer a link's analytics in a few reads whatever the days asked for.
 // A read of the daily rollups costs per document returned (FerretDB filters a day range
 // after reading every rollup of the link, then converts each document: 365 of them took
-// 55 ms), so the answer reads months instead:
+// 55 ms), so the answer reads months instead: link_monthly, "<link>|<YYYY-MM>", holds the
+// month's clicks, visitors and breakdowns, and each day's clicks ("days.DD") and visitors
+// ("visitors.DD"), under owner, link, month and year fields, read by link and year: one or
+// two reads for any range of up to 365 days. The breakdowns of a month the range cuts through
+// on a day with clicks come from that month's daily rollups, read by link and month (two
+// equalities, which FerretDB filters in PostgreSQL).
 //
-//   - link_monthly, "<link>|<YYYY-MM>": the month's clicks, visitors and breakdowns, and
-//     each day's clicks ("days.DD") and visitors ("visitors.DD"), under owner, link, month
-//     and year fields. Read by link and year: one or two reads for any range of up to 365
-//     days.
-//   - link_month_days, same id: each day's breakdowns ("DD.countries.US"), read by id only
-//     for a month the range cuts through on a day with clicks — the first month of a range
-//     over a link older than it, as a rule.
+// Per-day breakdowns stay in the daily rollups, not in the month's document: FerretDB
+// rewrites a whole document on every update, and each slot updates the rollups of every
+// link clicked in it, so a month's document must stay small.
 //
-// Both are written by the fold's leader alone (the fold, and BuildMonthly when they lag
-// the fold), marked with the slot like every rollup.
-const (
-	Monthly   = "link_monthly"
-	MonthDays = "link_month_days"
-)
+// The monthly rollups are written by the fold's leader alone (the fold, and BuildMonthly
+// when they lag the fold), marked with the slot like every rollup.
+const Monthly = "link_monthly"
 
 // monthOf splits "YYYY-MM-DD" into its month "YYYY-MM", year "YYYY" and day of month "DD".
 func monthOf(day string) (month, year, dd string) { return day[:7], day[:4], day[8:] }
@@ -87,14 +84,6 @@ func (b Breakdowns) plus(o Breakdowns) Breakdowns {
 	return out
 }
 
-// monthDaysDoc is a link_month_days document: the breakdowns of each day, by "DD".
-type monthDaysDoc struct {
-	ID       string                `bson:"_id"`
-	LinkID   string                `bson:"link_id"`
-	LastSlot int64                 `bson:"last_slot"`
-	Days     map[string]Breakdowns `bson:",inline"`
-}
-
 // monthFold gathers what one slot adds to the monthly rollups: a rollup may be written
 // once per slot (addOnce), so the days of one month are added up first.
 type monthFold map[string]*monthAdd
@@ -103,11 +92,9 @@ type monthFold map[string]*monthAdd
 type monthAdd struct {
 	link     string
 	set      bson.D
-	inc      map[string]int64 // link_monthly
-	perDay   map[string]int64 // link_month_days
-	incOrder []string         // the fields of inc and perDay in the order first added,
-	dayOrder []string         // so that a write is the same whatever the map order
-	hasOwner bool
+	inc      map[string]int64
+	incOrder []string // the fields of inc in the order first added, so that a write is
+	hasOwner bool     // the same whatever the map order
 }
 
 // add adds r, one link's day in the slot.
@@ -116,7 +103,7 @@ func (f monthFold) add(r *rollup) {
 	id := monthID(r.link, month)
 	m := f[id]
 	if m == nil {
-		m = &monthAdd{link: r.link, inc: map[string]int64{}, perDay: map[string]int64{},
+		m = &monthAdd{link: r.link, inc: map[string]int64{},
 			set: bson.D{{Key: "link_id", Value: r.link}, {Key: "month", Value: month}, {Key: "year", Value: year}}}
 		f[id] = m
 	}
@@ -124,23 +111,22 @@ func (f monthFold) add(r *rollup) {
 		m.set = append(m.set, bson.E{Key: "owner_id", Value: r.owner})
 		m.hasOwner = true
 	}
-	m.incr(&m.inc, &m.incOrder, "clicks", r.clicks)
-	m.incr(&m.inc, &m.incOrder, "unique_visitors", r.visitors)
-	m.incr(&m.inc, &m.incOrder, "days."+dd, r.clicks)
-	m.incr(&m.inc, &m.incOrder, "visitors."+dd, r.visitors)
+	m.incr("clicks", r.clicks)
+	m.incr("unique_visitors", r.visitors)
+	m.incr("days."+dd, r.clicks)
+	m.incr("visitors."+dd, r.visitors)
 	for _, b := range breakdowns {
 		for v, n := range r.breakdown[b.field] {
-			m.incr(&m.inc, &m.incOrder, b.field+"."+escapeKey(v), n)
-			m.incr(&m.perDay, &m.dayOrder, dd+"."+b.field+"."+escapeKey(v), n)
+			m.incr(b.field+"."+escapeKey(v), n)
 		}
 	}
 }
 
-func (m *monthAdd) incr(into *map[string]int64, order *[]string, field string, n int64) {
-	if _, ok := (*into)[field]; !ok {
-		*order = append(*order, field)
+func (m *monthAdd) incr(field string, n int64) {
+	if _, ok := m.inc[field]; !ok {
+		m.incOrder = append(m.incOrder, field)
 	}
-	(*into)[field] += n
+	m.inc[field] += n
 }
 
 // write adds the slot's share to the monthly rollups, once per slot each (see addOnce).
@@ -167,16 +153,6 @@ func (f monthFold) writeWith(ctx context.Context, add func(coll *mongo.Collectio
 			inc = append(inc, bson.E{Key: k, Value: m.inc[k]})
 		}
 		if err := add(s.monthly, id, inc, m.set); err != nil {
-			return err
-		}
-		if len(m.dayOrder) == 0 {
-			continue
-		}
-		perDay := make(bson.D, 0, len(m.dayOrder))
-		for _, k := range m.dayOrder {
-			perDay = append(perDay, bson.E{Key: k, Value: m.perDay[k]})
-		}
-		if err := add(s.monthDays, id, perDay, bson.D{{Key: "link_id", Value: m.link}}); err != nil {
 			return err
 		}
 	}
@@ -249,8 +225,11 @@ func (s *Store) buildLinkMonths(ctx context.Context, link string, next int64, pa
 	if err != nil {
 		return fmt.Errorf("read daily rollups of %s: %w", link, err)
 	}
+	stamp := map[string]string{} // daily rollup → its month, where it lacks the field
 	var days []struct {
+		ID             string `bson:"_id"`
 		Day            string `bson:"day"`
+		Month          string `bson:"month"`
 		OwnerID        string `bson:"owner_id"`
 		Clicks         int64  `bson:"clicks"`
 		UniqueVisitors int64  `bson:"unique_visitors"`
@@ -261,7 +240,6 @@ func (s *Store) buildLinkMonths(ctx context.Context, link string, next int64, pa
 		return fmt.Errorf("read daily rollups of %s: %w", link, err)
 	}
 	months := map[string]*monthDoc{}
-	perDay := map[string]*monthDaysDoc{}
 	for _, d := range days {
 		if len(d.Day) != len(time.DateOnly) {
 			continue
@@ -286,7 +264,6 @@ func (s *Store) buildLinkMonths(ctx context.Context, link string, next int64, pa
 		if m == nil {
 			m = &monthDoc{ID: id, LinkID: link, Month: month, Year: year, LastSlot: next - 1, Days: map[string]int64{}, Visitors: map[string]int64{}}
 			months[id] = m
-			perDay[id] = &monthDaysDoc{ID: id, LinkID: link, LastSlot: next - 1, Days: map[string]Breakdowns{}}
 		}
 		if d.OwnerID != "" {
 			m.OwnerID = d.OwnerID
@@ -296,15 +273,19 @@ func (s *Store) buildLinkMonths(ctx context.Context, link string, next int64, pa
 		m.Days[dd] += d.Clicks
 		m.Visitors[dd] += d.UniqueVisitors
 		m.add(d.Breakdowns)
-		day := perDay[id].Days[dd]
-		day.add(d.Breakdowns)
-		perDay[id].Days[dd] = day
+		if d.Month != month {
+			stamp[d.ID] = month
+		}
+	}
+	// Daily rollups of versions before the monthly ones have no month field, by which the
+	// answer reads the days of a month the range cuts through.
+	for id, month := range stamp {
+		if _, err := s.daily.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "month", Value: month}}}}); err != nil {
+			return fmt.Errorf("mark the month of daily rollup %s: %w", id, err)
+		}
 	}
 	for id, m := range months {
 		if err := s.replaceBefore(ctx, s.monthly, id, next, m); err != nil {
-			return err
-		}
-		if err := s.replaceBefore(ctx, s.monthDays, id, next, perDay[id]); err != nil {
 			return err
 		}
 	}
@@ -338,15 +319,26 @@ func (s *Store) monthsOf(ctx context.Context, link string, fromYear, toYear int)
 	return out, nil
 }
 
-// monthDaysOf reads the per-day breakdowns of one month's rollup; none when there are none.
-func (s *Store) monthDaysOf(ctx context.Context, id string) (map[string]Breakdowns, error) {
-	var d monthDaysDoc
-	err := s.monthDays.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return nil, nil
-	}
+// daysOfMonth reads the breakdowns of each day of link in month, by "DD", from the daily
+// rollups.
+func (s *Store) daysOfMonth(ctx context.Context, link, month string) (map[string]Breakdowns, error) {
+	cur, err := s.daily.Find(ctx, bson.D{{Key: "link_id", Value: link}, {Key: "month", Value: month}})
 	if err != nil {
-		return nil, fmt.Errorf("read monthly day rollup: %w", err)
+		return nil, fmt.Errorf("read daily rollups of %s: %w", month, err)
 	}
-	return d.Days, nil
+	var docs []struct {
+		Day        string `bson:"day"`
+		Breakdowns `bson:",inline"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("read daily rollups of %s: %w", month, err)
+	}
+	out := make(map[string]Breakdowns, len(docs))
+	for _, d := range docs {
+		if len(d.Day) == len(time.DateOnly) {
+			_, _, dd := monthOf(d.Day)
+			out[dd] = d.Breakdowns
+		}
+	}
+	return out, nil
 }

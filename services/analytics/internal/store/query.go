@@ -15,7 +15,7 @@ import (
 
 // LinkAnalytics answers for linkID over the days from..to (UTC dates, inclusive), from the
 // monthly rollups: those of each calendar year the range touches (one read each, at most 12
-// documents), plus the per-day breakdowns of each month the range cuts through on a day with
+// documents), plus the daily rollups of each month the range cuts through on a day with
 // clicks. Its cost grows with the years and months asked for, not with the clicks.
 func (s *Store) LinkAnalytics(ctx context.Context, linkID, code string, from, to time.Time) (analytics.LinkAnalytics, error) {
 	fromDay, toDay := Day(from), Day(to)
@@ -57,7 +57,7 @@ func (s *Store) LinkAnalytics(ctx context.Context, linkID, code string, from, to
 			total.add(m.Breakdowns)
 			continue
 		}
-		days, err := s.monthDaysOf(ctx, m.ID)
+		days, err := s.daysOfMonth(ctx, linkID, m.Month)
 		if err != nil {
 			return analytics.LinkAnalytics{}, err
 		}

@@ -6,11 +6,11 @@
 //     redelivered click is stored once. Each carries the storage slot (10 s of the
 //     consumer's clock) it was stored in.
 //   - link_visitors: one insert per (link, day, visitor hash), so a visitor counts once.
-//   - link_daily, link_monthly, link_month_days, link_totals, owner_totals, global_totals:
+//   - link_daily, link_monthly, link_totals, owner_totals, global_totals:
 //     rollups, written only by the fold (one leader at a time), which adds the clicks and
 //     visitors of one closed slot at a time and marks each rollup with the slot, so adding a
-//     slot again changes nothing. A link's answer reads the monthly ones (see monthly.go);
-//     the daily ones are kept for versions before them and to rebuild them from.
+//     slot again changes nothing. A link's answer reads the monthly ones, and the daily ones
+//     of a month it cuts through (see monthly.go).
 //
 // No document holds a client address.
 package store
@@ -54,7 +54,7 @@ func Slot(t time.Time) int64 { return t.UnixMilli() / SlotLength.Milliseconds() 
 type Store struct {
 	clicks, visitors, daily, links, owners, state *mongo.Collection
 	purged, global                                *mongo.Collection
-	monthly, monthDays                            *mongo.Collection
+	monthly                                       *mongo.Collection
 }
 
 // New returns a Store on db after making sure its indexes exist.
@@ -69,16 +69,16 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 		idx(Visitors, "slot", bson.D{{Key: "slot", Value: 1}}),
 		idx(Visitors, "link", bson.D{{Key: "link_id", Value: 1}}),
 		idx(Daily, "link_day", bson.D{{Key: "link_id", Value: 1}, {Key: "day", Value: 1}}),
+		idx(Daily, "link_month", bson.D{{Key: "link_id", Value: 1}, {Key: "month", Value: 1}}),
 		idx(LinkTotals, "owner", bson.D{{Key: "owner_id", Value: 1}}),
 		idx(Monthly, "link_year", bson.D{{Key: "link_id", Value: 1}, {Key: "year", Value: 1}}),
-		idx(MonthDays, "link", bson.D{{Key: "link_id", Value: 1}}),
 	); err != nil {
 		return nil, err
 	}
 	return &Store{clicks: db.Collection(Clicks), visitors: db.Collection(Visitors), daily: db.Collection(Daily),
 		links: db.Collection(LinkTotals), owners: db.Collection(OwnerTotals), state: db.Collection(state),
 		purged: db.Collection(purged), global: db.Collection(GlobalTotals),
-		monthly: db.Collection(Monthly), monthDays: db.Collection(MonthDays)}, nil
+		monthly: db.Collection(Monthly)}, nil
 }
 
 // clickDoc is one stored click: the spec's link_clicks record, without any address.

@@ -16,12 +16,26 @@ import (
 // foldID is the analytics_state document holding the next slot to fold.
 const foldID = "fold"
 
+// foldState is the fold's position: the first slot not folded, and the first not yet in
+// the monthly rollups (nil where a version without them wrote the state).
+type foldState struct {
+	Next    int64  `bson:"next_slot"`
+	Monthly *int64 `bson:"monthly_next"`
+}
+
+// readFoldState reads the fold's position; mongo.ErrNoDocuments before the first fold.
+func (s *Store) readFoldState(ctx context.Context) (foldState, error) {
+	var st foldState
+	err := s.state.FindOne(ctx, bson.D{{Key: "_id", Value: foldID}}).Decode(&st)
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		err = fmt.Errorf("read fold state: %w", err)
+	}
+	return st, err
+}
+
 // NextSlot is the first slot not folded yet. The first call ever starts at start.
 func (s *Store) NextSlot(ctx context.Context, start int64) (int64, error) {
-	var st struct {
-		Next int64 `bson:"next_slot"`
-	}
-	err := s.state.FindOne(ctx, bson.D{{Key: "_id", Value: foldID}}).Decode(&st)
+	st, err := s.readFoldState(ctx)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		_, err = s.state.InsertOne(ctx, bson.D{{Key: "_id", Value: foldID}, {Key: "next_slot", Value: start}, {Key: monthlyNext, Value: start}})
 		if err != nil && !mongo.IsDuplicateKeyError(err) {
@@ -29,24 +43,18 @@ func (s *Store) NextSlot(ctx context.Context, start int64) (int64, error) {
 		}
 		return s.NextSlot(ctx, start)
 	}
-	if err != nil {
-		return 0, fmt.Errorf("read fold state: %w", err)
-	}
-	return st.Next, nil
+	return st.Next, err
 }
 
 // FoldedUntil is the end of the last slot folded: every click stored before it is in the
 // rollups, and so in the answers. Zero before the first fold.
 func (s *Store) FoldedUntil(ctx context.Context) (time.Time, error) {
-	var st struct {
-		Next int64 `bson:"next_slot"`
-	}
-	err := s.state.FindOne(ctx, bson.D{{Key: "_id", Value: foldID}}).Decode(&st)
+	st, err := s.readFoldState(ctx)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return time.Time{}, nil
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("read fold state: %w", err)
+		return time.Time{}, err
 	}
 	return time.UnixMilli(st.Next * SlotLength.Milliseconds()), nil
 }
@@ -68,6 +76,22 @@ var breakdowns = []struct {
 	{"devices", func(c clickDoc) string { return c.DeviceType }},
 	{"browsers", func(c clickDoc) string { return c.Browser }},
 	{"oss", func(c clickDoc) string { return c.OS }},
+}
+
+// dailyUpdate is what r, one link's day in a slot, adds to its daily rollup and the fields
+// it sets there.
+func (r *rollup) dailyUpdate() (inc, set bson.D) {
+	inc = bson.D{{Key: "clicks", Value: r.clicks}, {Key: "unique_visitors", Value: r.visitors}}
+	for _, b := range breakdowns {
+		for v, n := range r.breakdown[b.field] {
+			inc = append(inc, bson.E{Key: b.field + "." + escapeKey(v), Value: n})
+		}
+	}
+	set = bson.D{{Key: "link_id", Value: r.link}, {Key: "day", Value: r.day}, {Key: "month", Value: r.day[:7]}}
+	if r.owner != "" {
+		set = append(set, bson.E{Key: "owner_id", Value: r.owner})
+	}
+	return inc, set
 }
 
 // slotRollups adds up the clicks and visitors stored in slot, but those of the links in
@@ -152,16 +176,7 @@ func (s *Store) FoldSlot(ctx context.Context, slot int64, purged map[string]bool
 	// rolling update or after a rollback, finds them so, and so that the monthly ones can
 	// always be rebuilt from them (see BuildMonthly).
 	for id, r := range days {
-		inc := bson.D{{Key: "clicks", Value: r.clicks}, {Key: "unique_visitors", Value: r.visitors}}
-		for _, b := range breakdowns {
-			for v, n := range r.breakdown[b.field] {
-				inc = append(inc, bson.E{Key: b.field + "." + escapeKey(v), Value: n})
-			}
-		}
-		set := bson.D{{Key: "link_id", Value: r.link}, {Key: "day", Value: r.day}, {Key: "month", Value: r.day[:7]}}
-		if r.owner != "" {
-			set = append(set, bson.E{Key: "owner_id", Value: r.owner})
-		}
+		inc, set := r.dailyUpdate()
 		if err := s.addOnce(ctx, s.daily, id, slot, inc, set); err != nil {
 			return err
 		}

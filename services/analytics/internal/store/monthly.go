@@ -76,25 +76,15 @@ func (b *Breakdowns) add(o Breakdowns) {
 	}
 }
 
-// plus is b with o's clicks added, b's maps left as they were.
-func (b Breakdowns) plus(o Breakdowns) Breakdowns {
-	var out Breakdowns
-	out.add(b)
-	out.add(o)
-	return out
-}
-
 // monthFold gathers what one slot adds to the monthly rollups: a rollup may be written
 // once per slot (addOnce), so the days of one month are added up first.
 type monthFold map[string]*monthAdd
 
 // monthAdd is what a slot adds to one month of one link.
 type monthAdd struct {
-	link     string
-	set      bson.D
+	set      bson.D // link, month and year, and the owner where a day named it
 	inc      map[string]int64
-	incOrder []string // the fields of inc in the order first added, so that a write is
-	hasOwner bool     // the same whatever the map order
+	incOrder []string // the fields of inc in the order first added, so that a write is the same whatever the map order
 }
 
 // add adds r, one link's day in the slot.
@@ -103,13 +93,11 @@ func (f monthFold) add(r *rollup) {
 	id := monthID(r.link, month)
 	m := f[id]
 	if m == nil {
-		m = &monthAdd{link: r.link, inc: map[string]int64{},
-			set: bson.D{{Key: "link_id", Value: r.link}, {Key: "month", Value: month}, {Key: "year", Value: year}}}
+		m = &monthAdd{inc: map[string]int64{}, set: bson.D{{Key: "link_id", Value: r.link}, {Key: "month", Value: month}, {Key: "year", Value: year}}}
 		f[id] = m
 	}
-	if r.owner != "" && !m.hasOwner {
+	if r.owner != "" && len(m.set) == 3 {
 		m.set = append(m.set, bson.E{Key: "owner_id", Value: r.owner})
-		m.hasOwner = true
 	}
 	m.incr("clicks", r.clicks)
 	m.incr("unique_visitors", r.visitors)
@@ -131,28 +119,27 @@ func (m *monthAdd) incr(field string, n int64) {
 
 // write adds the slot's share to the monthly rollups, once per slot each (see addOnce).
 func (f monthFold) write(ctx context.Context, s *Store, slot int64) error {
-	return f.writeWith(ctx, func(coll *mongo.Collection, id string, inc, set bson.D) error {
-		return s.addOnce(ctx, coll, id, slot, inc, set)
-	}, s)
+	return f.each(func(id string, inc, set bson.D) error { return s.addOnce(ctx, s.monthly, id, slot, inc, set) })
 }
 
 // seed adds to the monthly rollups unguarded, for Seed: its days are no slots. A rollup it
 // creates holds slot 0, so that the fold adds to it; one the fold wrote keeps its slot.
 func (f monthFold) seed(ctx context.Context, s *Store) error {
-	return f.writeWith(ctx, func(coll *mongo.Collection, id string, inc, set bson.D) error {
+	return f.each(func(id string, inc, set bson.D) error {
 		update := bson.D{{Key: "$inc", Value: inc}, {Key: "$set", Value: set}, {Key: "$setOnInsert", Value: bson.D{{Key: "last_slot", Value: int64(0)}}}}
-		_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, update, options.UpdateOne().SetUpsert(true))
+		_, err := s.monthly.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, update, options.UpdateOne().SetUpsert(true))
 		return err
-	}, s)
+	})
 }
 
-func (f monthFold) writeWith(ctx context.Context, add func(coll *mongo.Collection, id string, inc, set bson.D) error, s *Store) error {
+// each calls write with every month's id, increments and fields.
+func (f monthFold) each(write func(id string, inc, set bson.D) error) error {
 	for id, m := range f {
 		inc := make(bson.D, 0, len(m.incOrder))
 		for _, k := range m.incOrder {
 			inc = append(inc, bson.E{Key: k, Value: m.inc[k]})
 		}
-		if err := add(s.monthly, id, inc, m.set); err != nil {
+		if err := write(id, inc, m.set); err != nil {
 			return err
 		}
 	}
@@ -176,12 +163,9 @@ const monthlyNext = "monthly_next"
 // before folding; clicks of the links in purged are left out, as the fold leaves them out.
 // It reports whether it rebuilt, and how many links.
 func (s *Store) BuildMonthly(ctx context.Context, purged map[string]bool) (rebuilt bool, links int, err error) {
-	var st struct {
-		Next    int64  `bson:"next_slot"`
-		Monthly *int64 `bson:"monthly_next"`
-	}
-	if err := s.state.FindOne(ctx, bson.D{{Key: "_id", Value: foldID}}).Decode(&st); err != nil {
-		return false, 0, fmt.Errorf("read fold state: %w", err)
+	st, err := s.readFoldState(ctx)
+	if err != nil {
+		return false, 0, err
 	}
 	if st.Monthly != nil && *st.Monthly == st.Next {
 		return false, 0, nil
@@ -247,16 +231,14 @@ func (s *Store) buildLinkMonths(ctx context.Context, link string, next int64, pa
 		if r := partial[link+"|"+d.Day]; r != nil && d.LastSlot >= next {
 			d.Clicks -= r.clicks
 			d.UniqueVisitors -= r.visitors
-			var share Breakdowns
-			for f, m := range share.fields() {
+			var less Breakdowns
+			for f, m := range less.fields() {
+				*m = map[string]int64{}
 				for v, n := range r.breakdown[f] {
-					if *m == nil {
-						*m = map[string]int64{}
-					}
-					(*m)[escapeKey(v)] -= n
+					(*m)[escapeKey(v)] = -n
 				}
 			}
-			d.Breakdowns = d.Breakdowns.plus(share)
+			d.Breakdowns.add(less)
 		}
 		month, year, dd := monthOf(d.Day)
 		id := monthID(link, month)

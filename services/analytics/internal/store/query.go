@@ -30,28 +30,26 @@ func (s *Store) LinkAnalytics(ctx context.Context, linkID, code string, from, to
 		if m.Month < fromDay[:7] || m.Month > toDay[:7] {
 			continue
 		}
-		// Each day's figure in range is added; whole tells whether no day of the month
+		// Each day's figures in range are added; whole tells whether no day of the month
 		// outside the range has anything, so that the month's breakdowns are the range's.
 		whole := true
-		for _, series := range []struct {
-			days  map[string]int64
-			into  func(d *analytics.Day) *int64
-			total *int64
-		}{
-			{m.Days, func(d *analytics.Day) *int64 { return &d.Clicks }, &out.TotalClicks},
-			{m.Visitors, func(d *analytics.Day) *int64 { return &d.UniqueVisitors }, &out.UniqueVisitors},
-		} {
-			for dd, n := range series.days {
-				day := m.Month + "-" + dd
-				if day < fromDay || day > toDay {
-					whole = whole && n == 0
-					continue
-				}
-				d := byDay[day]
-				*series.into(&d) += n
-				byDay[day] = d
-				*series.total += n
+		for day := 1; day <= 31; day++ {
+			dd := fmt.Sprintf("%02d", day)
+			clicks, visitors := m.Days[dd], m.Visitors[dd]
+			if clicks == 0 && visitors == 0 {
+				continue
 			}
+			date := m.Month + "-" + dd
+			if date < fromDay || date > toDay {
+				whole = false
+				continue
+			}
+			d := byDay[date]
+			d.Clicks += clicks
+			d.UniqueVisitors += visitors
+			byDay[date] = d
+			out.TotalClicks += clicks
+			out.UniqueVisitors += visitors
 		}
 		if whole {
 			total.add(m.Breakdowns)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -480,13 +481,9 @@ func foldLikeAnEarlierVersion(t *testing.T, s *Store, slot int64, only func(key 
 		if only != nil && !only(id) {
 			continue
 		}
-		inc := bson.D{{Key: "clicks", Value: r.clicks}, {Key: "unique_visitors", Value: r.visitors}}
-		for _, b := range breakdowns {
-			for v, n := range r.breakdown[b.field] {
-				inc = append(inc, bson.E{Key: b.field + "." + escapeKey(v), Value: n})
-			}
-		}
-		if err := s.addOnce(ctx, s.daily, id, slot, inc, bson.D{{Key: "link_id", Value: r.link}, {Key: "day", Value: r.day}, {Key: "owner_id", Value: r.owner}}); err != nil {
+		inc, set := r.dailyUpdate()
+		set = slices.DeleteFunc(set, func(e bson.E) bool { return e.Key == "month" }) // it had no month field
+		if err := s.addOnce(ctx, s.daily, id, slot, inc, set); err != nil {
 			t.Fatal(err)
 		}
 	}

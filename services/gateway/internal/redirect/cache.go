@@ -91,8 +91,8 @@ type Cache struct {
 	// change. Hits never take it.
 	mu       sync.Mutex
 	inflight map[string]*fill
-	// refreshing counts the background refreshes in flight (under mu).
-	refreshing int
+	// refreshing counts the background refreshes in flight.
+	refreshing atomic.Int32
 
 	hits, staleHits, misses, stored atomic.Int64
 }
@@ -171,19 +171,21 @@ const refreshRetry = 5 * time.Second
 // refresh starts one background fill of code, whose entry e is due: the entry's refresh
 // point moves on first, so the hits that follow while the fill runs start none.
 func (c *Cache) refresh(ctx context.Context, code string, e Entry, now time.Time) {
+	// Codes that went quiet together come due together: the first hits after a lull would
+	// start a fill each at once. A few run at a time; the rest stay due and start on a later
+	// hit, unless the bound is near, when they start regardless. A hit that may not start one
+	// returns without taking the lock.
+	urgent := now.Sub(e.fetched) >= link.CacheTTL-refreshUrgent
+	if !urgent && c.refreshing.Load() >= maxRefreshing {
+		return
+	}
 	c.mu.Lock()
 	cur, ok := c.entries.Peek(code)
 	due := ok && cur.fetched.Equal(e.fetched) && !now.Before(cur.refreshAt)
-	// Codes that went quiet together come due together: the first hits after a lull would
-	// start a fill each at once. A few run at a time; the rest stay due and start on a later
-	// hit, unless the bound is near, when they start regardless.
-	urgent := now.Sub(e.fetched) >= link.CacheTTL-refreshUrgent
-	if due && (c.refreshing < maxRefreshing || urgent) {
+	if due {
 		cur.refreshAt = now.Add(refreshRetry)
 		c.entries.Add(code, cur)
-		c.refreshing++
-	} else {
-		due = false
+		c.refreshing.Add(1)
 	}
 	c.mu.Unlock()
 	if !due {
@@ -194,14 +196,13 @@ func (c *Cache) refresh(ctx context.Context, code string, e Entry, now time.Time
 	done := c.fills.DoChan(code, func() (any, error) { return c.fill(fctx, code, now) })
 	go func() {
 		<-done // also when the refresh joined a fill of code already in flight
-		c.mu.Lock()
-		c.refreshing--
-		c.mu.Unlock()
+		c.refreshing.Add(-1)
 	}()
 }
 
 // maxRefreshing bounds the background refreshes in flight but those of entries within
-// refreshUrgent of their bound.
+// refreshUrgent of their bound (loosely: hits that pass the check together may each start
+// one).
 const (
 	maxRefreshing = 8
 	refreshUrgent = 3 * time.Second

@@ -541,14 +541,11 @@ func TestRefreshesAfterALullRunAFewAtATime(t *testing.T) {
 	close(gate)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		c.mu.Lock()
-		n := c.refreshing
-		c.mu.Unlock()
-		if n == 0 {
+		if n := c.refreshing.Load(); n == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d refreshes still counted in flight", n)
+			t.Fatalf("%d refreshes still counted in flight", c.refreshing.Load())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

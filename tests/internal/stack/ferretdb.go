@@ -21,10 +21,12 @@ const ferretStopTimeout = 15 * time.Second
 // protocol on top of PostgreSQL. Embedding avoids a separate binary (the
 // module's ferretdb command does not run here) and a process to manage.
 type ferretServer struct {
-	uri     string
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when Run returns
-	logFile *os.File
+	uri    string
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run returns
+	// indexerDone is closed when the GIN companion indexer has stopped (see ferretindex.go).
+	indexerDone chan struct{}
+	logFile     *os.File
 }
 
 // startFerretDB starts FerretDB on addr (a free loopback port when empty) against pgURL
@@ -42,11 +44,12 @@ func startFerretDB(ctx context.Context, pgURL, logsDir, addr string) (*ferretSer
 	if fi, err := logFile.Stat(); err == nil {
 		offset = fi.Size()
 	}
+	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:      ferretdb.ListenerConfig{TCP: addr},
 		Handler:       "postgresql",
 		PostgreSQLURL: pgURL,
-		Logger:        slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Logger:        logger,
 	})
 	if err != nil {
 		logFile.Close()
@@ -67,6 +70,16 @@ func startFerretDB(ctx context.Context, pgURL, logsDir, addr string) (*ferretSer
 		s.stop()
 		return nil, fmt.Errorf("start ferretdb: %w\n--- last lines of %s ---\n%s", err, logPath, logTail(logPath, offset, 4096))
 	}
+	x, err := startIndexer(readyCtx, pgURL, logger.With("component", "indexer"))
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	s.indexerDone = make(chan struct{})
+	go func() {
+		defer close(s.indexerDone)
+		x.run(runCtx)
+	}()
 	return s, nil
 }
 
@@ -101,6 +114,9 @@ func (s *ferretServer) stop() {
 	select {
 	case <-s.done:
 	case <-time.After(ferretStopTimeout):
+	}
+	if s.indexerDone != nil {
+		<-s.indexerDone // its round is bounded, and it stops with the server's context
 	}
 	s.logFile.Close()
 }

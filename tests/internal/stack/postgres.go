@@ -73,6 +73,9 @@ func startPostgres(ctx context.Context, dir, logsDir string, fixed int, logger *
 				// the drills cause — loses nothing acknowledged, as on a production server.
 				"-c", "fsync=off",
 				"-c", "full_page_writes=off",
+				// FerretDB's pushed-down filters name the field as a parameter; only a plan
+				// made with the values can use the GIN companions (see ferretindex.go).
+				"-c", "plan_cache_mode=force_custom_plan",
 			},
 			env:     postgresEnv(),
 			dir:     dataDir,

@@ -4,9 +4,11 @@
 // destination is an IP literal, so no DNS lookup is involved. After each run it checks that
 // every 201 left a stored link: a creation counts only when it is durable.
 //
-// As a baseline it measures, in the same run and on the same embedded store, single-document
-// inserts into a scratch collection from the same number of parallel writers: the store's own
-// ceiling, which no creation (a link and a quota record) can beat.
+// As baselines it measures, in the same run and on the same embedded store, from the same
+// number of parallel writers: single-document inserts and upserts into a scratch collection,
+// and a creation's own four store operations (the quota ledger's read and bucket insert, the
+// link and its change record) on scratch copies of the services' collections — the store's
+// ceiling, which no creation can beat.
 //
 // It exits with status 1, after printing every figure, when a scenario misses -min-rate or
 // -max-p99.
@@ -134,6 +136,50 @@ func run(ctx context.Context, o opts) error {
 			bson.D{{Key: "$inc", Value: bson.D{{Key: "count", Value: 1}}}}, options.UpdateOne().SetUpsert(true))
 		return time.Since(t0), err
 	}
+	// A creation's own store operations, shaped and indexed as the services' (the quota's
+	// ledger read and bucket insert, the link and its change record), one after another as a
+	// creation does them: what the store alone allows, before any service does its part.
+	scratchOf := func(db, coll string) (*mongo.Collection, error) {
+		c := b.DB("scratch").Collection(db + "_" + coll)
+		return c, stack.CopyIndexes(ctx, b.DB(db).Collection(coll), c)
+	}
+	sLinks, err := scratchOf("link", "links")
+	if err != nil {
+		return err
+	}
+	sChanges, err := scratchOf("link", "link_changes")
+	if err != nil {
+		return err
+	}
+	sUsage, err := scratchOf("quota", "quota_usage")
+	if err != nil {
+		return err
+	}
+	creationOps := func(ctx context.Context) (time.Duration, error) {
+		n := seq.Add(1)
+		t0 := time.Now()
+		key, window := fmt.Sprintf("ip%d", n), time.Now().UTC().Format("2006-01-02T15:04Z")
+		cur, err := sUsage.Find(ctx, bson.D{{Key: "scope", Value: "anonymous_create"}, {Key: "identity_key", Value: key},
+			{Key: "window_start", Value: bson.D{{Key: "$gte", Value: "2026-01-01T00:00Z"}}}, {Key: "count", Value: bson.D{{Key: "$gt", Value: 0}}}})
+		if err == nil {
+			err = cur.All(ctx, &[]bson.Raw{})
+		}
+		if err == nil {
+			_, err = sUsage.InsertOne(ctx, bson.D{{Key: "identity_key", Value: key}, {Key: "scope", Value: "anonymous_create"}, {Key: "is_anonymous", Value: 1},
+				{Key: "window_start", Value: window}, {Key: "count", Value: 1}, {Key: "expires_at", Value: time.Now().Add(24 * time.Hour)}})
+		}
+		id, now := bson.NewObjectID().Hex(), time.Now().UTC()
+		if err == nil {
+			_, err = sLinks.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "short_code", Value: fmt.Sprintf("c%07d", n)},
+				{Key: "destination_url", Value: fmt.Sprintf("https://93.184.216.34/bench/%d", n)}, {Key: "created_at", Value: now},
+				{Key: "expires_at", Value: now.AddDate(0, 0, 30)}, {Key: "status", Value: "active"}, {Key: "auto_renew", Value: 0}, {Key: "rev", Value: 1}})
+		}
+		if err == nil {
+			_, err = sChanges.InsertOne(ctx, bson.D{{Key: "_id", Value: id + ":1"}, {Key: "link_id", Value: id}, {Key: "rev", Value: 1},
+				{Key: "from", Value: ""}, {Key: "to", Value: "active"}, {Key: "at", Value: now}, {Key: "done", Value: true}})
+		}
+		return time.Since(t0), err
+	}
 	stopProfile, err := stack.StartCPUProfile(o.profile)
 	if err != nil {
 		return err
@@ -150,6 +196,7 @@ func run(ctx context.Context, o opts) error {
 	}{
 		{"store baseline: one insert", insert, false},
 		{"store baseline: one upsert", upsert, false},
+		{"store baseline: a creation's ops", creationOps, false},
 		{"many anonymous callers", anonymous, true},
 		{"one signed-in caller", signedIn, true},
 	} {

@@ -190,6 +190,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	targets = append(targets, sustained)
+	if err := clickStoreCeiling(ctx, bench, b); err != nil {
+		return err
+	}
 	answer, err := runAnswer(ctx, bench, owner, codes)
 	if err != nil {
 		return err

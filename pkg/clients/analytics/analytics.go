@@ -26,7 +26,15 @@ const (
 	Unknown = "Unknown"
 	// Direct is the referrer of a visit no page sent (no Referer header).
 	Direct = "direct"
+	// Other stands for the referrers, browsers and OSes a link met after its first
+	// MaxValues distinct ones of a month.
+	Other = "(other)"
 )
+
+// MaxValues is how many distinct referrers, browsers and OSes each link's clicks record per
+// calendar month (UTC); the clicks of later new values record Other. Every value becomes a
+// field of the link's rollups, and any visitor can make up new ones.
+const MaxValues = 100
 
 // Device types of a click.
 const (

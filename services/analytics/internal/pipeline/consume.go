@@ -20,13 +20,15 @@ const Group = "analytics"
 // returns nil, so a click is acknowledged only once it is stored. An entry that is no
 // click (a foreign or damaged entry) is logged and skipped: retrying cannot fix it.
 //
-// Visitors already stored are remembered in Redis for two days, so a returning visitor's
+// A click's referrer, browser and OS are admitted first (see values.go). Visitors already
+// stored are remembered in Redis for two days, so a returning visitor's
 // record is not inserted again: a lost memory costs speed, never a count.
 //
 // A save is bounded by saveTimeout, well inside the fold's slotGrace: the clicks it stores
 // carry the slot the save began in, and that slot must not be folded before they land.
 func Handler(st *store.Store, rdb redis.UniversalClient, log *slog.Logger, now func() time.Time) stream.Handler {
 	memoryFailures := &logging.Limiter{Every: time.Minute}
+	known := &decisions{}
 	return func(ctx context.Context, msgs []stream.Message) error {
 		clicks := make([]analytics.Click, 0, len(msgs))
 		for _, m := range msgs {
@@ -36,6 +38,9 @@ func Handler(st *store.Store, rdb redis.UniversalClient, log *slog.Logger, now f
 				continue
 			}
 			clicks = append(clicks, c)
+		}
+		if err := admitValues(ctx, rdb, known, clicks); err != nil {
+			return err
 		}
 		ids := make([]string, 0, len(clicks))
 		seen := make(map[string]bool, len(clicks))

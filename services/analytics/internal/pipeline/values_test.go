@@ -1,0 +1,104 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
+	"github.com/linkmesh/linkmesh/pkg/stream"
+	"github.com/linkmesh/linkmesh/pkg/testenv"
+	"github.com/linkmesh/linkmesh/services/analytics/internal/store"
+)
+
+// A link flooded with made-up referrers, browsers and OSes records its first MaxValues of
+// each per month and counts the rest as Other: every click counted, the rollups bounded, a
+// redelivery decided as the first delivery, other links and the next month untouched.
+func TestMadeUpValuesAreBounded(t *testing.T) {
+	rdb := testenv.Redis(t)
+	st, err := store.New(context.Background(), testenv.Mongo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	link := testenv.Name("flooded")
+	at := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	stored := at.Add(time.Minute)
+	replica := func() stream.Handler {
+		return Handler(st, rdb, slog.New(slog.NewTextHandler(io.Discard, nil)), func() time.Time { return stored })
+	}
+	first, second := replica(), replica()
+
+	const flood = analytics.MaxValues + 50
+	var msgs []stream.Message
+	for i := range flood {
+		c := analytics.Click{EventID: fmt.Sprintf("%s-%d", link, i), LinkID: link, OwnerID: "O1", ClickedAt: at.Add(time.Duration(i) * time.Second),
+			Country: "GB", Referrer: fmt.Sprintf("r%03d.example", i), DeviceType: analytics.DeviceDesktop,
+			Browser: fmt.Sprintf("B%03d", i), OS: fmt.Sprintf("OS%03d", i)}
+		msgs = append(msgs, stream.Message{ID: fmt.Sprint(i), Values: c.Fields()})
+	}
+	// Another link and the next month keep their own room.
+	other := analytics.Click{EventID: link + "-other", LinkID: link + "-2", ClickedAt: at, Referrer: "r149.example", Browser: "B149", OS: "OS149"}
+	next := analytics.Click{EventID: link + "-next", LinkID: link, ClickedAt: at.AddDate(0, 1, 0), Referrer: "r149.example", Browser: "B149", OS: "OS149"}
+	msgs = append(msgs, stream.Message{ID: "o", Values: other.Fields()}, stream.Message{ID: "n", Values: next.Fields()})
+	// Two batches, the second delivered again, to the same replica and to another (which
+	// remembers nothing): admission is per month, not per batch, and the same every time.
+	for i, batch := range [][]stream.Message{msgs[:60], msgs[60:], msgs[60:], msgs[60:]} {
+		handle := first
+		if i == 3 {
+			handle = second
+		}
+		if err := handle(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.FoldSlot(ctx, store.Slot(stored), nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.LinkAnalytics(ctx, link, "abc", at, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TotalClicks != flood {
+		t.Fatalf("total clicks %d, want %d", got.TotalClicks, flood)
+	}
+	for name, shares := range map[string][]analytics.Share{"referrers": got.Referrers, "browsers": got.Browsers, "operating systems": got.OperatingSystems} {
+		if len(shares) != analytics.MaxValues+1 || shares[0] != (analytics.Share{Value: analytics.Other, Clicks: flood - analytics.MaxValues}) {
+			t.Fatalf("%s: %d values, first %+v; want %d values and %s with %d clicks", name, len(shares), shares[0], analytics.MaxValues+1, analytics.Other, flood-analytics.MaxValues)
+		}
+		prefix := map[string]string{"referrers": "r", "browsers": "B", "operating systems": "OS"}[name]
+		for _, s := range shares[1:] {
+			// First come, first admitted: the flood's first MaxValues, one click each.
+			var n int
+			if _, err := fmt.Sscanf(s.Value, prefix+"%03d", &n); err != nil || n >= analytics.MaxValues || s.Clicks != 1 {
+				t.Fatalf("%s: %+v admitted", name, s)
+			}
+		}
+	}
+	for _, c := range []analytics.Click{other, next} {
+		got, err := st.LinkAnalytics(ctx, c.LinkID, "abc", c.ClickedAt, c.ClickedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Referrers) != 1 || got.Referrers[0].Value != "r149.example" || got.Browsers[0].Value != "B149" {
+			t.Fatalf("%s on %s: %+v %+v; want its own values", c.LinkID, c.ClickedAt.Format(time.DateOnly), got.Referrers, got.Browsers)
+		}
+	}
+	// Asked again with nothing remembered, Redis decides each value as it did the first time.
+	for i, m := range msgs[:flood] {
+		c, err := analytics.ClickFromValues(m.Values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again := []analytics.Click{c}
+		if err := admitValues(ctx, rdb, &decisions{}, again); err != nil {
+			t.Fatal(err)
+		}
+		if admitted := again[0].Referrer != analytics.Other; admitted != (i < analytics.MaxValues) || again[0].Referrer != c.Referrer && admitted {
+			t.Fatalf("click %d asked again: referrer %q", i, again[0].Referrer)
+		}
+	}
+}

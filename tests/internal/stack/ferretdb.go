@@ -24,7 +24,9 @@ type ferretServer struct {
 	uri    string
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Run returns
-	// indexerDone is closed when the GIN companion indexer has stopped (see ferretindex.go).
+	// indexer keeps GIN companions of FerretDB's indexes (see ferretindex.go); indexerDone
+	// is closed once it has stopped.
+	indexer     *indexer
 	indexerDone chan struct{}
 	logFile     *os.File
 }
@@ -75,7 +77,7 @@ func startFerretDB(ctx context.Context, pgURL, logsDir, addr string) (*ferretSer
 		s.stop()
 		return nil, err
 	}
-	s.indexerDone = make(chan struct{})
+	s.indexer, s.indexerDone = x, make(chan struct{})
 	go func() {
 		defer close(s.indexerDone)
 		x.run(runCtx)
@@ -116,7 +118,10 @@ func (s *ferretServer) stop() {
 	case <-time.After(ferretStopTimeout):
 	}
 	if s.indexerDone != nil {
-		<-s.indexerDone // its round is bounded, and it stops with the server's context
+		select { // its statements end with the server's context
+		case <-s.indexerDone:
+		case <-time.After(ferretStopTimeout):
+		}
 	}
 	s.logFile.Close()
 }

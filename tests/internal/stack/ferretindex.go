@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -45,42 +46,44 @@ type indexer struct {
 	log  *slog.Logger
 }
 
-// startIndexer brings the companions in step once and then every indexerPeriod until ctx
-// ends. A failed round (PostgreSQL away, a table dropped meanwhile) is logged and retried.
+// startIndexer connects the indexer; run brings the companions in step at once and then
+// every indexerPeriod.
 func startIndexer(ctx context.Context, pgURL string, log *slog.Logger) (*indexer, error) {
 	cfg, err := pgxpool.ParseConfig(pgURL)
 	if err != nil {
 		return nil, fmt.Errorf("start indexer: %w", err)
 	}
 	cfg.MaxConns = 1
+	// A build waits for no one for long: a table busy with an open cursor is tried again next
+	// round, instead of every query on it queueing behind the build's lock.
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "1s"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start indexer: %w", err)
 	}
-	x := &indexer{pool: pool, log: log}
-	if err := x.sync(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("start indexer: %w", err)
-	}
-	return x, nil
+	return &indexer{pool: pool, log: log}, nil
 }
 
-// run repeats sync until ctx ends, then closes the pool.
+// run repeats sync until ctx ends, then closes the pool. A failed round (PostgreSQL away, a
+// table dropped or busy meanwhile) is logged, at most once a minute, and retried.
 func (x *indexer) run(ctx context.Context) {
 	defer x.pool.Close()
 	t := time.NewTicker(indexerPeriod)
 	defer t.Stop()
+	var logged time.Time
 	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := x.sync(rctx)
+		cancel()
+		if err != nil && ctx.Err() == nil && time.Since(logged) > time.Minute {
+			x.log.Warn("gin companion indexes not in step", "err", err)
+			logged = time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		rctx, cancel := context.WithTimeout(ctx, time.Minute)
-		if err := x.sync(rctx); err != nil && ctx.Err() == nil {
-			x.log.Warn("gin companion indexes not in step", "err", err)
-		}
-		cancel()
 	}
 }
 
@@ -108,56 +111,72 @@ func (x *indexer) sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list indexes: %w", err)
 	}
-	exists := map[string]bool{}    // schema.index of every index
-	companion := map[string]bool{} // schema.base of every companion
+	bases := map[string]bool{}  // schema.name of every index that is no companion
+	marked := map[string]bool{} // schema.name of every companion
 	for _, i := range all {
-		exists[i.schema+"."+i.name] = true
-		if base, ok := strings.CutPrefix(i.comment, companionMark); ok {
-			companion[i.schema+"."+base] = true
+		if _, ok := strings.CutPrefix(i.comment, companionMark); ok {
+			marked[i.schema+"."+i.name] = true
+		} else {
+			bases[i.schema+"."+i.name] = true
 		}
 	}
+	// A companion is named after its index's definition: one whose index is gone, or was made
+	// again under the same name over other fields, is no longer anybody's and goes.
+	want := map[string]bool{}
+	var errs []error
 	for _, i := range all {
-		if base, ok := strings.CutPrefix(i.comment, companionMark); ok {
-			if !exists[i.schema+"."+base] {
-				if _, err := x.pool.Exec(ctx, "DROP INDEX IF EXISTS "+pgx.Identifier{i.schema, i.name}.Sanitize()); err != nil {
-					return fmt.Errorf("drop companion %s: %w", i.name, err)
-				}
-			}
-			continue
-		}
-		if companion[i.schema+"."+i.name] {
+		if marked[i.schema+"."+i.name] {
 			continue
 		}
 		fields, ok := btreeFields(i.def)
 		if !ok {
 			continue
 		}
-		if err := x.create(ctx, i, fields); err != nil {
-			return err
+		name := companionName(i)
+		want[i.schema+"."+name] = true
+		if marked[i.schema+"."+name] {
+			continue
+		}
+		if err := x.create(ctx, i, name, fields); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	for _, i := range all {
+		if marked[i.schema+"."+i.name] && !want[i.schema+"."+i.name] {
+			if _, err := x.pool.Exec(ctx, "DROP INDEX IF EXISTS "+pgx.Identifier{i.schema, i.name}.Sanitize()); err != nil {
+				errs = append(errs, fmt.Errorf("drop companion %s: %w", i.name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
-// create adds the companion of i over fields (as quoted in i's definition) and marks it; a
-// companion left unmarked by an interrupted round is found by its name and marked.
-func (x *indexer) create(ctx context.Context, i pgIndex, fields []string) error {
-	sum := sha256.Sum256([]byte(i.schema + "." + i.name))
-	name := "lm_gin_" + hex.EncodeToString(sum[:8])
+// companionName names i's companion after i's schema, name and definition.
+func companionName(i pgIndex) string {
+	sum := sha256.Sum256([]byte(i.schema + "\x00" + i.name + "\x00" + i.def))
+	return "lm_gin_" + hex.EncodeToString(sum[:8])
+}
+
+// create adds i's companion name over fields (as quoted in i's definition) and marks it, in
+// one transaction: no companion is left unmarked, which nothing would ever drop.
+func (x *indexer) create(ctx context.Context, i pgIndex, name string, fields []string) error {
 	cols := make([]string, len(fields))
 	for k, f := range fields {
 		cols[k] = "(_jsonb -> '" + f + "') jsonb_path_ops"
 	}
 	start := time.Now()
-	q := fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gin (%s)",
-		pgx.Identifier{name}.Sanitize(), pgx.Identifier{i.schema, i.table}.Sanitize(), strings.Join(cols, ", "))
-	if _, err := x.pool.Exec(ctx, q); err != nil {
+	err := pgx.BeginFunc(ctx, x.pool, func(tx pgx.Tx) error {
+		q := fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gin (%s)",
+			pgx.Identifier{name}.Sanitize(), pgx.Identifier{i.schema, i.table}.Sanitize(), strings.Join(cols, ", "))
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, fmt.Sprintf("COMMENT ON INDEX %s IS '%s'", pgx.Identifier{i.schema, name}.Sanitize(),
+			strings.ReplaceAll(companionMark+i.name, "'", "''")))
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("create companion of %s: %w", i.name, err)
-	}
-	comment := fmt.Sprintf("COMMENT ON INDEX %s IS '%s'", pgx.Identifier{i.schema, name}.Sanitize(),
-		strings.ReplaceAll(companionMark+i.name, "'", "''"))
-	if _, err := x.pool.Exec(ctx, comment); err != nil {
-		return fmt.Errorf("mark companion of %s: %w", i.name, err)
 	}
 	x.log.Info("gin companion index created", "schema", i.schema, "table", i.table, "index", i.name,
 		"fields", len(fields), "took", time.Since(start).Round(time.Millisecond))
@@ -201,4 +220,20 @@ func splitTopLevel(s string) []string {
 		}
 	}
 	return append(out, strings.TrimSpace(s[start:]))
+}
+
+// IndexesInStep gives every index FerretDB has made so far its GIN companion now, rather
+// than within indexerPeriod, and refreshes PostgreSQL's statistics: for a measurement that
+// must not see a companion built under it. It does nothing on datastores without FerretDB.
+func (d *Datastores) IndexesInStep(ctx context.Context) error {
+	if d == nil || d.ferret == nil || d.ferret.indexer == nil {
+		return nil
+	}
+	if err := d.ferret.indexer.sync(ctx); err != nil {
+		return err
+	}
+	if _, err := d.ferret.indexer.pool.Exec(ctx, "ANALYZE"); err != nil {
+		return fmt.Errorf("analyze: %w", err)
+	}
+	return nil
 }

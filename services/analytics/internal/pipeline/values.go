@@ -107,7 +107,7 @@ func admitValues(ctx context.Context, rdb redis.UniversalClient, known *decision
 		for _, f := range breakdownFields {
 			p := f.of(&clicks[i])
 			v := *p
-			if v == analytics.Other {
+			if fixedValue(v) {
 				continue
 			}
 			key := valuesKey(f.name, clicks[i].LinkID, clicks[i].ClickedAt)
@@ -166,8 +166,8 @@ func admitValues(ctx context.Context, rdb redis.UniversalClient, known *decision
 		for _, f := range breakdownFields {
 			p := f.of(&clicks[i])
 			a := byKey[valuesKey(f.name, clicks[i].LinkID, clicks[i].ClickedAt)]
-			if a == nil {
-				continue // decided from memory above
+			if a == nil || fixedValue(*p) {
+				continue // decided from memory above, or always recorded
 			}
 			k, asked := a.index[*p]
 			if asked && admitted[a.key][k] == 0 {
@@ -181,4 +181,10 @@ func admitValues(ctx context.Context, rdb redis.UniversalClient, known *decision
 		}
 	}
 	return nil
+}
+
+// fixedValue is a value every link records whatever it met before: "direct", "Unknown" and
+// Other itself, which a flood of made-up values must not push out.
+func fixedValue(v string) bool {
+	return v == analytics.Other || v == analytics.Direct || v == analytics.Unknown
 }

@@ -87,18 +87,30 @@ func TestMadeUpValuesAreBounded(t *testing.T) {
 			t.Fatalf("%s on %s: %+v %+v; want its own values", c.LinkID, c.ClickedAt.Format(time.DateOnly), got.Referrers, got.Browsers)
 		}
 	}
-	// Asked again with nothing remembered, Redis decides each value as it did the first time.
-	for i, m := range msgs[:flood] {
-		c, err := analytics.ClickFromValues(m.Values)
-		if err != nil {
-			t.Fatal(err)
-		}
-		again := []analytics.Click{c}
-		if err := admitValues(ctx, rdb, &decisions{}, again); err != nil {
-			t.Fatal(err)
-		}
-		if admitted := again[0].Referrer != analytics.Other; admitted != (i < analytics.MaxValues) || again[0].Referrer != c.Referrer && admitted {
-			t.Fatalf("click %d asked again: referrer %q", i, again[0].Referrer)
+	// Asked again, with nothing remembered (Redis decides) and then remembering (memory
+	// decides), each value is decided as the first time; "direct" and "Unknown" always pass.
+	memory := &decisions{}
+	for round := range 2 {
+		for i, m := range msgs[:flood] {
+			c, err := analytics.ClickFromValues(m.Values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.OS = analytics.Unknown
+			if i%2 == 0 {
+				c.Referrer = analytics.Direct
+			}
+			again := []analytics.Click{c}
+			if err := admitValues(ctx, rdb, memory, again); err != nil {
+				t.Fatal(err)
+			}
+			want := c.Browser
+			if i >= analytics.MaxValues {
+				want = analytics.Other
+			}
+			if again[0].Browser != want || again[0].OS != analytics.Unknown || i%2 == 0 && again[0].Referrer != analytics.Direct {
+				t.Fatalf("round %d, click %d asked again: %+v; want browser %q", round, i, again[0], want)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -65,7 +66,21 @@ func writeCodes(codes map[string]string, tsvPath, luaPath string) error {
 	if err := os.WriteFile(tsvPath, []byte(tsv.String()), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(luaPath, []byte(lua.String()), 0o644)
+	if err := os.WriteFile(luaPath, []byte(lua.String()), 0o644); err != nil {
+		return err
+	}
+	// The same without a User-Agent: the gateway hands each visit over as ever, and drops it
+	// before any enrichment or stream write (no browser sends none).
+	bare := strings.Replace(lua.String(), "wrk.headers[\"User-Agent\"] = \""+benchUserAgent+"\"\n", "", 1)
+	if bare == lua.String() {
+		return errors.New("wrk script: no User-Agent line to leave out")
+	}
+	return os.WriteFile(noAgentScript(luaPath), []byte(bare), 0o644)
+}
+
+// noAgentScript is the path of luaPath's variant without a User-Agent.
+func noAgentScript(luaPath string) string {
+	return strings.TrimSuffix(luaPath, ".lua") + "-no-agent.lua"
 }
 
 type wrkResult struct {

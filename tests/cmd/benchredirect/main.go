@@ -166,6 +166,20 @@ func run(ctx context.Context, o options) error {
 	b, f := median(baseRPS), median(fullRPS)
 	fmt.Printf("\nmedian req/s: baseline %.0f, full stack %.0f → %.2f×; every round must reach %.2f× with p99 ≤ %.0f ms\n", b, f, f/b, o.minRatio, maxP99ms)
 
+	// What recording costs: one more pair of runs in which no visit carries a User-Agent, so
+	// the gateway does all it does for a click (the cache, the handover to the recorder) but
+	// the enrichment and the stream writes. Not a target: it tells the two parts apart.
+	nb, err := runWrk(ctx, o, base.url, luaPath, o.duration)
+	if err != nil {
+		return err
+	}
+	nf, err := runWrk(ctx, o, svcs.GatewayURL, noAgentScript(luaPath), o.duration)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("1c. the same without a User-Agent (every visit handed over, then dropped before enrichment and the stream):\n"+
+		"    baseline %.0f req/s, full stack %.0f req/s (p99 %s) → %.2f×\n", nb.rps, nf.rps, nf.p99, nf.rps/nb.rps)
+
 	if o.tracingRounds > 0 {
 		tr, err := runTracing(ctx, o, svcs, codes, luaPath, o.tracingRounds)
 		if err != nil {

@@ -51,7 +51,7 @@ bench: deps build ## Benchmark warm GET /{code} against a bare Fiber 302, then c
 	@cd services/gateway && $(GO) test -run NONE -bench Redirect -benchmem ./internal/redirect/
 	@status=0; $(BIN)/benchredirect -bin $(BIN) || status=1; $(BIN)/benchcreate -bin $(BIN) || status=1; exit $$status
 
-bench-create: deps build ## Creations/s through the gateway (many callers, one signed-in caller) against the store's own insert rate
+bench-create: deps build ## Creations/s through the gateway (many callers, one signed-in caller) against the store's own rates (an insert, an upsert, a creation's four operations)
 	@$(BIN)/benchcreate -bin $(BIN)
 
 bench-admin: deps build ## The admin overview and link list with 1,000 and with 100,000 links stored (target: the overview's p50 grows ≤ 2x)

@@ -125,6 +125,9 @@ type Keys struct {
 	pubs   map[string]ed25519.PublicKey
 	parser *jwt.Parser
 	now    func() time.Time
+	// signed and verified remember tokens (see memory.go).
+	signed   tokenMemory[string]
+	verified tokenMemory[Caller]
 }
 
 // NewKeys returns the keys of service self: privateKeyPEM is its Ed25519 private key (PKCS #8
@@ -157,12 +160,17 @@ func NewKeys(self, privateKeyPEM, certsPEM string) (*Keys, error) {
 // sign issues cl from this service to audience, valid for TTL.
 func (k *Keys) sign(cl claims, audience string) (string, error) {
 	now := k.now()
+	key := signKey(cl, audience, now)
+	if s, ok := k.signed.get(key, now); ok {
+		return s, nil
+	}
 	cl.Issuer, cl.Audience = k.self, jwt.ClaimStrings{audience}
 	cl.IssuedAt, cl.ExpiresAt = jwt.NewNumericDate(now), jwt.NewNumericDate(now.Add(TTL))
 	s, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, cl).SignedString(k.priv)
 	if err != nil {
 		return "", fmt.Errorf("sign internal token: %w", err)
 	}
+	k.signed.put(key, s, now.Truncate(time.Second).Add(time.Second))
 	return s, nil
 }
 
@@ -209,16 +217,23 @@ func (k *Keys) signService(audience string) (string, error) { return k.sign(clai
 // Verify checks a token addressed to this service — signature, issuer, audience, expiry,
 // lifetime, and the whole chain of services it was passed through — and returns the caller.
 func (k *Keys) Verify(token string) (Caller, error) {
-	c, err := k.verify(token, k.self, 0)
+	now := k.now()
+	if c, ok := k.verified.get(token, now); ok {
+		return c, nil
+	}
+	c, until, err := k.verify(token, k.self, 0)
 	if err != nil {
 		return Caller{}, fmt.Errorf("verify internal token: %w", err)
 	}
+	k.verified.put(token, c, until)
 	return c, nil
 }
 
-func (k *Keys) verify(token, audience string, depth int) (Caller, error) {
+// verify checks token as Verify says and returns its caller and the earliest expiry in its
+// chain.
+func (k *Keys) verify(token, audience string, depth int) (Caller, time.Time, error) {
 	if depth >= maxChain {
-		return Caller{}, errors.New("passed on through too many services")
+		return Caller{}, time.Time{}, errors.New("passed on through too many services")
 	}
 	var cl claims
 	_, err := k.parser.ParseWithClaims(token, &cl, func(t *jwt.Token) (any, error) {
@@ -229,39 +244,48 @@ func (k *Keys) verify(token, audience string, depth int) (Caller, error) {
 		return pub, nil
 	})
 	if err != nil {
-		return Caller{}, err
+		return Caller{}, time.Time{}, err
 	}
 	if len(cl.Audience) != 1 || cl.Audience[0] != audience {
-		return Caller{}, fmt.Errorf("token addressed to %v, not %s", []string(cl.Audience), audience)
+		return Caller{}, time.Time{}, fmt.Errorf("token addressed to %v, not %s", []string(cl.Audience), audience)
 	}
 	if !slices.Contains(Calls[cl.Issuer], audience) {
-		return Caller{}, fmt.Errorf("%s does not call %s", cl.Issuer, audience)
+		return Caller{}, time.Time{}, fmt.Errorf("%s does not call %s", cl.Issuer, audience)
 	}
 	// Whoever signs must not mint long-lived tokens: the lifetime is ours to bound.
 	if cl.IssuedAt == nil || cl.ExpiresAt.Sub(cl.IssuedAt.Time) > TTL {
-		return Caller{}, errors.New("lifetime exceeds the limit")
+		return Caller{}, time.Time{}, errors.New("lifetime exceeds the limit")
 	}
 	switch {
 	case cl.Issuer == Gateway:
 		if cl.OnBehalfOf != "" || !userRoles[cl.Role] || (cl.Subject == "") != (cl.Role == RoleAnonymous) {
-			return Caller{}, errors.New("inconsistent subject and role")
+			return Caller{}, time.Time{}, errors.New("inconsistent subject and role")
 		}
 		if len(cl.UserAgent) > MaxUserAgent || !utf8.ValidString(cl.UserAgent) {
-			return Caller{}, errors.New("user agent not as the gateway clips it")
+			return Caller{}, time.Time{}, errors.New("user agent not as the gateway clips it")
 		}
 		return Caller{UserID: cl.Subject, Role: cl.Role, Status: cl.Status, IPHash: cl.IPHash, UserAgent: cl.UserAgent,
-			QuotaLimit: cl.QuotaLimit}, nil
+			QuotaLimit: cl.QuotaLimit}, cl.ExpiresAt.Time, nil
 	case cl.namesCaller():
-		return Caller{}, fmt.Errorf("%s cannot name a caller", cl.Issuer)
+		return Caller{}, time.Time{}, fmt.Errorf("%s cannot name a caller", cl.Issuer)
 	case cl.OnBehalfOf != "":
 		// What the issuer passes on must have been addressed to it.
-		return k.verify(cl.OnBehalfOf, cl.Issuer, depth+1)
+		c, until, err := k.verify(cl.OnBehalfOf, cl.Issuer, depth+1)
+		return c, minTime(until, cl.ExpiresAt.Time), err
 	case depth > 0:
 		// A service acts as itself only towards the peer it addressed.
-		return Caller{}, fmt.Errorf("a token of %s acting as itself passed on", cl.Issuer)
+		return Caller{}, time.Time{}, fmt.Errorf("a token of %s acting as itself passed on", cl.Issuer)
 	default:
-		return Caller{Role: RoleService, Service: cl.Issuer}, nil
+		return Caller{Role: RoleService, Service: cl.Issuer}, cl.ExpiresAt.Time, nil
 	}
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // credential is what outgoing internal calls of one request authenticate with.

@@ -1,0 +1,75 @@
+package identity
+
+import (
+	"testing"
+	"time"
+)
+
+// A verification is remembered only until the earliest expiry in the token's chain: a
+// passed-on token whose inner token has expired is refused although it verified before.
+func TestRememberedVerificationEndsWithTheChain(t *testing.T) {
+	gw, link, quota := keysOf(t, Gateway), keysOf(t, "link"), keysOf(t, "quota")
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	at := t0
+	for _, k := range []*Keys{gw, link, quota} {
+		k.now = func() time.Time { return at }
+	}
+	caller := Caller{UserID: "u1", Role: RoleUser, Status: "active", QuotaLimit: 100}
+	fromGateway, err := gw.SignCaller(caller, "link")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at = t0.Add(50 * time.Second)
+	onward, err := link.passOn(fromGateway, "quota")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := quota.Verify(onward); err != nil || got != caller {
+		t.Fatalf("at +50 s: %+v, %v", got, err)
+	}
+	// The gateway's token expired at +60 s (+5 s leeway); the one passing it on lives on.
+	at = t0.Add(66 * time.Second)
+	if got, err := quota.Verify(onward); err == nil {
+		t.Fatalf("at +66 s the chain's first token has expired, yet %+v was accepted", got)
+	}
+}
+
+// Tokens signed within one second differ in every claim that differs, and a new second
+// gives a new token.
+func TestRememberedSignaturesKeepTheirClaims(t *testing.T) {
+	gw, link := keysOf(t, Gateway), keysOf(t, "link")
+	at := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	gw.now = func() time.Time { return at }
+	link.now = gw.now
+	base := Caller{UserID: "u1", Role: RoleUser, Status: "active", IPHash: "h", UserAgent: "ua", QuotaLimit: 100}
+	variants := []Caller{base,
+		{UserID: "u2", Role: RoleUser, Status: "active", IPHash: "h", UserAgent: "ua", QuotaLimit: 100},
+		{UserID: "u1", Role: RoleModerator, Status: "active", IPHash: "h", UserAgent: "ua", QuotaLimit: 100},
+		{UserID: "u1", Role: RoleUser, Status: "suspended", IPHash: "h", UserAgent: "ua", QuotaLimit: 100},
+		{UserID: "u1", Role: RoleUser, Status: "active", IPHash: "h2", UserAgent: "ua", QuotaLimit: 100},
+		{UserID: "u1", Role: RoleUser, Status: "active", IPHash: "h", UserAgent: "ua2", QuotaLimit: 100},
+		{UserID: "u1", Role: RoleUser, Status: "active", IPHash: "h", UserAgent: "ua", QuotaLimit: 101},
+	}
+	seen := map[string]bool{}
+	for _, c := range variants {
+		tok, err := gw.SignCaller(c, "link")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[tok] {
+			t.Fatalf("%+v got a token signed for another caller", c)
+		}
+		seen[tok] = true
+		if got, err := link.Verify(tok); err != nil || got != c {
+			t.Fatalf("%+v verified as %+v, %v", c, got, err)
+		}
+	}
+	first, _ := gw.SignCaller(base, "link")
+	if other, _ := gw.SignCaller(base, "moderation"); other == first {
+		t.Fatal("a token for link was given for moderation")
+	}
+	at = at.Add(time.Second)
+	if next, _ := gw.SignCaller(base, "link"); next == first {
+		t.Fatal("the token of the second before was given again")
+	}
+}

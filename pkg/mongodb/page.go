@@ -26,13 +26,20 @@ func FindPage[T any](ctx context.Context, coll *mongo.Collection, what string, f
 	if skip >= total {
 		return nil, total, nil
 	}
+	docs, err := Find[T](ctx, coll, what, filter, sort, skip, limit)
+	return docs, total, err
+}
+
+// Find decodes the documents of coll matching filter at skip (at most limit, in sort order)
+// into T, without counting them all. what names the documents in errors.
+func Find[T any](ctx context.Context, coll *mongo.Collection, what string, filter, sort bson.D, skip, limit int64) ([]T, error) {
 	cur, err := coll.Find(ctx, filter, options.Find().SetSort(sort).SetSkip(skip).SetLimit(limit))
 	if err != nil {
-		return nil, 0, fmt.Errorf("find %s: %w", what, err)
+		return nil, fmt.Errorf("find %s: %w", what, err)
 	}
 	var docs []T
 	if err := cur.All(ctx, &docs); err != nil {
-		return nil, 0, fmt.Errorf("read %s: %w", what, err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
-	return docs, total, nil
+	return docs, nil
 }

@@ -22,10 +22,13 @@ func (s *Service) Dashboard(ctx context.Context, caller identity.Caller) (link.D
 	now := s.now().UTC()
 	q := ListQuery{OwnerID: caller.UserID, Now: now}
 	var d link.Dashboard
+	// Every live link is active, expired or disabled: three counts give the four figures
+	// (each count reads all of the owner's links on FerretDB), and the newest links are read
+	// without a count of their own.
 	for _, c := range []struct {
 		state string
 		into  *int64
-	}{{StateAll, &d.TotalLinks}, {StateActive, &d.ActiveLinks}, {StateExpired, &d.ExpiredLinks}, {StateDisabled, &d.DisabledLinks}} {
+	}{{StateAll, &d.TotalLinks}, {StateExpired, &d.ExpiredLinks}, {StateDisabled, &d.DisabledLinks}} {
 		q.State = c.state
 		n, err := s.store.Count(ctx, q)
 		if err != nil {
@@ -33,8 +36,10 @@ func (s *Service) Dashboard(ctx context.Context, caller identity.Caller) (link.D
 		}
 		*c.into = n
 	}
+	// The counts are taken one after another: a link changed meanwhile may be counted twice.
+	d.ActiveLinks = max(0, d.TotalLinks-d.ExpiredLinks-d.DisabledLinks)
 	q.State, q.Limit = StateAll, recentLinks
-	recent, _, err := s.store.List(ctx, q)
+	recent, err := s.store.Newest(ctx, q)
 	if err != nil {
 		return link.Dashboard{}, err
 	}

@@ -125,6 +125,8 @@ type Store interface {
 	FindByID(ctx context.Context, id string) (Link, error)
 	// List returns a page of q's links and how many match in all.
 	List(ctx context.Context, q ListQuery) ([]Link, int64, error)
+	// Newest returns List's page without counting how many match.
+	Newest(ctx context.Context, q ListQuery) ([]Link, error)
 	// Update applies ch to the link with code; ErrNotFound if none.
 	Update(ctx context.Context, code string, ch Change) error
 	// Count counts q's links (Skip and Limit unused).

@@ -98,6 +98,11 @@ func (s *fakeStore) Update(_ context.Context, code string, ch Change) error {
 	return s.failErr
 }
 
+func (s *fakeStore) Newest(ctx context.Context, q ListQuery) ([]Link, error) {
+	page, _, err := s.List(ctx, q)
+	return page, err
+}
+
 func (s *fakeStore) Count(ctx context.Context, q ListQuery) (int64, error) {
 	_, n, err := s.List(ctx, q)
 	return n, err

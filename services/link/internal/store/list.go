@@ -26,6 +26,19 @@ func (s *Store) List(ctx context.Context, q links.ListQuery) ([]links.Link, int6
 	return out, total, nil
 }
 
+// Newest returns the page of q's links that List returns, without counting how many match.
+func (s *Store) Newest(ctx context.Context, q links.ListQuery) ([]links.Link, error) {
+	docs, err := mongodb.Find[doc](ctx, s.links, "links", listFilter(q), mongodb.NewestFirst(), q.Skip, q.Limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]links.Link, 0, len(docs))
+	for _, d := range docs {
+		out = append(out, fromDoc(d))
+	}
+	return out, nil
+}
+
 // Count counts q's links on the owner_created index.
 func (s *Store) Count(ctx context.Context, q links.ListQuery) (int64, error) {
 	n, err := s.links.CountDocuments(ctx, listFilter(q))

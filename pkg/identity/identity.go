@@ -225,7 +225,9 @@ func (k *Keys) Verify(token string) (Caller, error) {
 	if err != nil {
 		return Caller{}, fmt.Errorf("verify internal token: %w", err)
 	}
-	k.verified.put(token, c, until)
+	// The token may alias a buffer its server reuses for the next request (fasthttp's
+	// headers): the memory keeps its own copy.
+	k.verified.put(strings.Clone(token), c, until)
 	return c, nil
 }
 

@@ -1,8 +1,10 @@
 package identity
 
 import (
+	"fmt"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // A verification is remembered only until the earliest expiry in the token's chain: a
@@ -71,5 +73,54 @@ func TestRememberedSignaturesKeepTheirClaims(t *testing.T) {
 	at = at.Add(time.Second)
 	if next, _ := gw.SignCaller(base, "link"); next == first {
 		t.Fatal("the token of the second before was given again")
+	}
+}
+
+// A token verified from a buffer its server then reuses is remembered by its own bytes: the
+// next token written into the buffer is verified for itself, also after the memory has grown.
+func TestRememberedTokenOwnsItsBytes(t *testing.T) {
+	gw, link := keysOf(t, Gateway), keysOf(t, "link")
+	at := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	gw.now = func() time.Time { return at }
+	link.now = gw.now
+	a, b := Caller{UserID: "ua", Role: RoleUser, Status: "active"}, Caller{UserID: "ub", Role: RoleUser, Status: "active"}
+	tokA, _ := gw.SignCaller(a, "link")
+	tokB, _ := gw.SignCaller(b, "link")
+	if len(tokA) != len(tokB) {
+		t.Fatalf("tokens of %d and %d bytes", len(tokA), len(tokB))
+	}
+	buf := []byte(tokA)
+	if got, err := link.Verify(unsafe.String(&buf[0], len(buf))); err != nil || got != a {
+		t.Fatalf("%+v, %v", got, err)
+	}
+	copy(buf, tokB) // the server's next request
+	for i := range 300 { // the memory grows and rehashes what it holds
+		tok, _ := gw.SignCaller(Caller{UserID: fmt.Sprintf("u%03d", i), Role: RoleUser}, "link")
+		if _, err := link.Verify(tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := link.Verify(tokB); err != nil || got != b {
+		t.Fatalf("the token of %+v verified as %+v, %v", b, got, err)
+	}
+}
+
+// A service passing on two different tokens within one second sends two different tokens.
+func TestRememberedPassOnKeepsWhatItPasses(t *testing.T) {
+	gw, link := keysOf(t, Gateway), keysOf(t, "link")
+	at := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	gw.now = func() time.Time { return at }
+	link.now = gw.now
+	quota := keysOf(t, "quota")
+	quota.now = gw.now
+	for _, c := range []Caller{{UserID: "u1", Role: RoleUser}, {UserID: "u2", Role: RoleUser}} {
+		in, _ := gw.SignCaller(c, "link")
+		out, err := link.passOn(in, "quota")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := quota.Verify(out); err != nil || got != c {
+			t.Fatalf("passed on for %+v, verified as %+v, %v", c, got, err)
+		}
 	}
 }

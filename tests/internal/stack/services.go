@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -96,7 +97,25 @@ func CheckBinaries(binDir string) error {
 // analytics, moderation, gateway, and waits (≤ 30 s each) until GET
 // <url>/readyz answers 200. On failure it stops what it started and returns
 // an error including the tail of the failing service's log.
-func StartServices(ctx context.Context, opts ServicesOptions) (_ *Services, err error) {
+func StartServices(ctx context.Context, opts ServicesOptions) (*Services, error) {
+	// The ports are picked free but taken only when each service starts: a process of
+	// another test may bind one meanwhile. Then the whole set starts again on new ports
+	// (each service is told every other's address).
+	for attempt := 1; ; attempt++ {
+		s, err := startServices(ctx, opts)
+		if err == nil || !errors.Is(err, errAddrTaken) || attempt == 3 || opts.FixedPorts {
+			return s, err
+		}
+		if opts.Logger != nil {
+			opts.Logger.Info("a service's port was taken meanwhile; starting the services again", "err", err)
+		}
+	}
+}
+
+// errAddrTaken marks a service that could not listen: its port was taken.
+var errAddrTaken = errors.New("address already in use")
+
+func startServices(ctx context.Context, opts ServicesOptions) (_ *Services, err error) {
 	if err := CheckBinaries(opts.BinDir); err != nil {
 		return nil, fmt.Errorf("start services: %w", err)
 	}
@@ -224,6 +243,9 @@ func (s *Services) startOne(ctx context.Context, opts ServicesOptions, svc, bina
 	err = waitReady(ctx, p, serviceReadyTimeout, func(ctx context.Context) error {
 		return checkReady(ctx, client, url)
 	})
+	if err != nil && p.addrInUse() {
+		return fmt.Errorf("%w: %w", errAddrTaken, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -268,6 +290,9 @@ func checkReady(ctx context.Context, client *http.Client, url string) error {
 	return nil
 }
 
+// pickPort picks a service's port; tests replace it.
+var pickPort = freePort
+
 // serviceAddrs picks each service's listen address and checks it is free.
 func serviceAddrs(gatewayAddr string, fixed bool) (map[string]string, error) {
 	addrs := make(map[string]string)
@@ -279,7 +304,7 @@ func serviceAddrs(gatewayAddr string, fixed bool) (map[string]string, error) {
 		case svc != "gateway" && fixed:
 			addr = config.DefaultAddr(svc)
 		default:
-			port, err := freePort()
+			port, err := pickPort()
 			if err != nil {
 				return nil, err
 			}

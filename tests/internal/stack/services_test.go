@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -118,5 +119,46 @@ func TestCheckBinariesNamesMissing(t *testing.T) {
 	err := CheckBinaries(t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "gateway") || !strings.Contains(err.Error(), "quota") {
 		t.Fatalf("CheckBinaries(empty) = %v", err)
+	}
+}
+
+// A port another process binds between its pick and the service's start makes the set start
+// again on new ports.
+func TestStartServicesRetriesATakenPort(t *testing.T) {
+	binDir := buildFakeServices(t)
+	var held net.Listener
+	var taken, calls int
+	pickPort = func() (int, error) {
+		calls++
+		port, err := freePort()
+		switch calls {
+		case 3:
+			taken = port
+		case 4: // after the third service's port was found free, someone binds it
+			if held, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(taken))); err != nil {
+				return 0, err
+			}
+		}
+		return port, err
+	}
+	t.Cleanup(func() {
+		pickPort = freePort
+		if held != nil {
+			held.Close()
+		}
+	})
+	s, err := StartServices(t.Context(), ServicesOptions{BinDir: binDir, MongoURI: "mongodb://127.0.0.1:1/",
+		RedisURL: "redis://127.0.0.1:2/0", LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("StartServices: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	if held == nil || calls < 12 {
+		t.Fatalf("%d ports picked; the services were not started again", calls)
+	}
+	for svc, u := range s.URLs {
+		if strings.HasSuffix(u, ":"+strconv.Itoa(taken)) {
+			t.Fatalf("%s listens on the taken port", svc)
+		}
 	}
 }

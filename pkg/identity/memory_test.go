@@ -93,7 +93,7 @@ func TestRememberedTokenOwnsItsBytes(t *testing.T) {
 	if got, err := link.Verify(unsafe.String(&buf[0], len(buf))); err != nil || got != a {
 		t.Fatalf("%+v, %v", got, err)
 	}
-	copy(buf, tokB) // the server's next request
+	copy(buf, tokB)      // the server's next request
 	for i := range 300 { // the memory grows and rehashes what it holds
 		tok, _ := gw.SignCaller(Caller{UserID: fmt.Sprintf("u%03d", i), Role: RoleUser}, "link")
 		if _, err := link.Verify(tok); err != nil {

@@ -41,7 +41,7 @@ func Connect(ctx context.Context, url string, tp trace.TracerProvider) (redis.Un
 	// 100 click entries it was 5 % of the gateway's core. So no caller, and no span for a
 	// pipeline of stream appends (the click producer's batches; its metrics tell their story).
 	if err := redisotel.InstrumentTracing(client, redisotel.WithTracerProvider(tp), redisotel.WithDBStatement(false),
-		redisotel.WithCallerEnabled(false), redisotel.WithCommandsFilter(onlyStreamAppends)); err != nil {
+		redisotel.WithCallerEnabled(false), redisotel.WithCommandsFilter(untracedPipeline)); err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("instrument redis: %w", err)
 	}
@@ -108,12 +108,15 @@ func Ping(client redis.UniversalClient) func(context.Context) error {
 	return func(ctx context.Context) error { return client.Ping(ctx).Err() }
 }
 
-// onlyStreamAppends reports whether a pipeline holds nothing but XADD commands.
-func onlyStreamAppends(cmds []redis.Cmder) bool {
+// untracedPipeline reports whether a pipeline goes without a span: one of nothing but XADD
+// commands, and, as redisotel's own default, one holding a command that carries a password.
+func untracedPipeline(cmds []redis.Cmder) bool {
+	appends := len(cmds) > 0
 	for _, c := range cmds {
-		if c.Name() != "xadd" {
-			return false
+		if redisotel.DefaultCommandFilter(c) {
+			return true
 		}
+		appends = appends && c.Name() == "xadd"
 	}
-	return len(cmds) > 0
+	return appends
 }

@@ -263,21 +263,39 @@ func (p *toxicProxy) remove(t *testing.T, names ...string) {
 func (p *toxicProxy) open(t *testing.T) map[string]bool {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(p.proxy.Listen)
+	local, open := hexPort(t, port), map[string]bool{}
+	for _, c := range established(t) {
+		if strings.HasSuffix(c.local, local) {
+			open[c.remote] = true
+		}
+	}
+	return open
+}
+
+// tcpConn is an established TCP connection as /proc/net/tcp gives it: hex ip:port ends.
+type tcpConn struct{ local, remote string }
+
+// established lists the established TCP connections of the machine (IPv4).
+func established(t *testing.T) []tcpConn {
+	t.Helper()
 	f, err := os.Open("/proc/net/tcp")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	open, local := map[string]bool{}, fmt.Sprintf(":%04X", mustAtoi(t, port))
+	var out []tcpConn
 	lines := bufio.NewScanner(f)
 	for lines.Scan() {
-		// sl local_address rem_address st …, addresses as hex ip:port, st 01 ESTABLISHED
-		if fields := strings.Fields(lines.Text()); len(fields) > 3 && strings.HasSuffix(fields[1], local) && fields[3] == "01" {
-			open[fields[2]] = true
+		// sl local_address rem_address st …, st 01 ESTABLISHED
+		if fields := strings.Fields(lines.Text()); len(fields) > 3 && fields[3] == "01" {
+			out = append(out, tcpConn{local: fields[1], remote: fields[2]})
 		}
 	}
-	return open
+	return out
 }
+
+// hexPort is port as /proc/net/tcp ends an address with it.
+func hexPort(t *testing.T, port string) string { return fmt.Sprintf(":%04X", mustAtoi(t, port)) }
 
 // countToxic passes everything on and counts the connections it is set up on and the
 // chunks of data it passes (one read from the sender each: about one request of a client
@@ -346,8 +364,8 @@ func mustAtoi(t *testing.T, s string) int {
 }
 
 // peerConns counts the link service's established connections to the named services but
-// itself (out) and to itself (in), from the ports in /proc/net/tcp (during the drill only
-// the link service calls those peers, and only the gateways call it).
+// itself (out) and to itself (in), by their ports (during the drill only the link service
+// calls those peers, and only the gateways call it).
 func peerConns(t *testing.T, urls map[string]string, self string, peers ...string) (out, in int) {
 	t.Helper()
 	port := func(name string) string {
@@ -355,28 +373,17 @@ func peerConns(t *testing.T, urls map[string]string, self string, peers ...strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		return fmt.Sprintf(":%04X", mustAtoi(t, u.Port()))
+		return hexPort(t, u.Port())
 	}
 	own, remote := port(self), map[string]bool{}
 	for _, n := range peers {
 		remote[port(n)] = true
 	}
-	f, err := os.Open("/proc/net/tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lines := bufio.NewScanner(f)
-	for lines.Scan() {
-		// sl local_address rem_address st …, addresses as hex ip:port, st 01 ESTABLISHED
-		fields := strings.Fields(lines.Text())
-		if len(fields) < 4 || fields[3] != "01" || len(fields[1]) < 5 || len(fields[2]) < 5 {
-			continue
-		}
+	for _, c := range established(t) {
 		switch {
-		case remote[fields[2][len(fields[2])-5:]]:
+		case remote[c.remote[max(0, len(c.remote)-5):]]:
 			out++
-		case fields[1][len(fields[1])-5:] == own:
+		case strings.HasSuffix(c.local, own):
 			in++
 		}
 	}

@@ -95,23 +95,29 @@ var breakdownFields = []struct {
 // month by analytics.Other: one pipelined script call per (link, month, breakdown) of the
 // batch. An error leaves the clicks unchanged and must fail the batch, which is retried.
 func admitValues(ctx context.Context, rdb redis.UniversalClient, known *decisions, clicks []analytics.Click) error {
+	// ask is one key's script call: the values asked, then whether each was admitted.
 	type ask struct {
-		key    string
-		values []string
-		index  map[string]int
-		args   []any
+		key      string
+		args     []any // the script's arguments: the bound, the lifetime, then the values
+		index    map[string]int
+		admitted []int64
+	}
+	// pending is a click's value that waits for its key's answer.
+	type pending struct {
+		value *string
+		ask   *ask
 	}
 	var asks []*ask
+	var waiting []pending
 	byKey := map[string]*ask{}
 	for i := range clicks {
 		for _, f := range breakdownFields {
 			p := f.of(&clicks[i])
-			v := *p
-			if fixedValue(v) {
+			if fixedValue(*p) {
 				continue
 			}
 			key := valuesKey(f.name, clicks[i].LinkID, clicks[i].ClickedAt)
-			if admitted, ok := known.get(key, v); ok {
+			if admitted, ok := known.get(key, *p); ok {
 				if !admitted {
 					*p = analytics.Other
 				}
@@ -119,68 +125,67 @@ func admitValues(ctx context.Context, rdb redis.UniversalClient, known *decision
 			}
 			a := byKey[key]
 			if a == nil {
-				a = &ask{key: key, index: map[string]int{}}
+				a = &ask{key: key, args: []any{analytics.MaxValues, valuesMemory.Milliseconds()}, index: map[string]int{}}
 				byKey[key] = a
 				asks = append(asks, a)
 			}
-			if _, ok := a.index[v]; !ok {
-				a.index[v] = len(a.values)
-				a.values = append(a.values, v)
+			if _, ok := a.index[*p]; !ok {
+				a.index[*p] = len(a.args)
+				a.args = append(a.args, *p)
 			}
+			waiting = append(waiting, pending{value: p, ask: a})
 		}
 	}
 	if len(asks) == 0 {
 		return nil
 	}
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(asks))
+	keys, args := make([]string, len(asks)), make([][]any, len(asks))
 	for i, a := range asks {
-		a.args = make([]any, 0, len(a.values)+2)
-		a.args = append(a.args, analytics.MaxValues, valuesMemory.Milliseconds())
-		for _, v := range a.values {
-			a.args = append(a.args, v)
-		}
-		cmds[i] = admitScript.EvalSha(ctx, pipe, []string{a.key}, a.args...)
+		keys[i], args[i] = a.key, a.args
 	}
-	if _, err := pipe.Exec(ctx); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		// The script is not cached on some node yet: load it everywhere it is missing.
-		pipe = rdb.Pipeline()
-		for i, a := range asks {
-			cmds[i] = admitScript.Eval(ctx, pipe, []string{a.key}, a.args...)
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return fmt.Errorf("admit breakdown values: %w", err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("admit breakdown values: %w", err)
+	cmds, err := runAdmissions(ctx, rdb, keys, args)
+	if err != nil {
+		return err
 	}
-	admitted := map[string][]int64{}
 	for i, a := range asks {
 		flags, err := cmds[i].Int64Slice()
-		if err != nil || len(flags) != len(a.values) {
-			return fmt.Errorf("admit breakdown values: answer %v for %d values (%v)", flags, len(a.values), err)
+		if err != nil || len(flags) != len(a.args)-2 {
+			return fmt.Errorf("admit breakdown values: answer %v for %d values (%v)", flags, len(a.args)-2, err)
 		}
-		admitted[a.key] = flags
-	}
-	for i := range clicks {
-		for _, f := range breakdownFields {
-			p := f.of(&clicks[i])
-			a := byKey[valuesKey(f.name, clicks[i].LinkID, clicks[i].ClickedAt)]
-			if a == nil || fixedValue(*p) {
-				continue // decided from memory above, or always recorded
-			}
-			k, asked := a.index[*p]
-			if asked && admitted[a.key][k] == 0 {
-				*p = analytics.Other
-			}
+		a.admitted = flags
+		for k, v := range a.args[2:] {
+			known.put(a.key, v.(string), flags[k] == 1)
 		}
 	}
-	for _, a := range asks {
-		for k, v := range a.values {
-			known.put(a.key, v, admitted[a.key][k] == 1)
+	for _, w := range waiting {
+		if w.ask.admitted[w.ask.index[*w.value]-2] == 0 {
+			*w.value = analytics.Other
 		}
 	}
 	return nil
+}
+
+// runAdmissions runs admitScript on each key with its arguments, in one pipeline. A node
+// that has not cached the script yet answers NOSCRIPT; then the pipeline runs again sending
+// the script itself.
+func runAdmissions(ctx context.Context, rdb redis.UniversalClient, keys []string, args [][]any) ([]*redis.Cmd, error) {
+	cmds := make([]*redis.Cmd, len(keys))
+	run := func(send func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd) error {
+		pipe := rdb.Pipeline()
+		for i, key := range keys {
+			cmds[i] = send(ctx, pipe, []string{key}, args[i]...)
+		}
+		_, err := pipe.Exec(ctx)
+		return err
+	}
+	err := run(admitScript.EvalSha)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		err = run(admitScript.Eval)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("admit breakdown values: %w", err)
+	}
+	return cmds, nil
 }
 
 // fixedValue is a value every link records whatever it met before: "direct", "Unknown" and

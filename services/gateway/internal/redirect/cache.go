@@ -189,7 +189,7 @@ func (c *Cache) refresh(ctx context.Context, code string, e Entry, now time.Time
 	}
 	c.mu.Unlock()
 	if !due {
-		return // another hit started it, the entry changed meanwhile, or enough run
+		return // another hit started it, or the entry changed meanwhile
 	}
 	code = strings.Clone(code)
 	fctx := context.WithoutCancel(ctx)

@@ -20,29 +20,13 @@ func (s *Service) Dashboard(ctx context.Context, caller identity.Caller) (link.D
 		return link.Dashboard{}, errs.E(errs.KindUnauthenticated, "authentication required")
 	}
 	now := s.now().UTC()
-	q := ListQuery{OwnerID: caller.UserID, Now: now}
-	var d link.Dashboard
-	// Every live link is active, expired or disabled: three counts give the four figures
-	// (each count reads all of the owner's links on FerretDB), and the newest links are read
-	// without a count of their own.
-	for _, c := range []struct {
-		state string
-		into  *int64
-	}{{StateAll, &d.TotalLinks}, {StateExpired, &d.ExpiredLinks}, {StateDisabled, &d.DisabledLinks}} {
-		q.State = c.state
-		n, err := s.store.Count(ctx, q)
-		if err != nil {
-			return link.Dashboard{}, err
-		}
-		*c.into = n
-	}
-	// The counts are taken one after another: a link changed meanwhile may be counted twice.
-	d.ActiveLinks = max(0, d.TotalLinks-d.ExpiredLinks-d.DisabledLinks)
-	q.State, q.Limit = StateAll, recentLinks
-	recent, err := s.store.Newest(ctx, q)
+	o, err := s.store.Overview(ctx, ListQuery{OwnerID: caller.UserID, Now: now}, recentLinks)
 	if err != nil {
 		return link.Dashboard{}, err
 	}
+	d := link.Dashboard{TotalLinks: o.Total, ExpiredLinks: o.Expired, DisabledLinks: o.Disabled,
+		ActiveLinks: max(0, o.Total-o.Expired-o.Disabled)}
+	recent := o.Newest
 	d.RecentLinks = make([]link.Link, 0, len(recent))
 	for _, l := range recent {
 		v := s.view(l)

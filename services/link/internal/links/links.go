@@ -110,6 +110,13 @@ type ListQuery struct {
 	Skip, Limit int64
 }
 
+// Overview is an owner's live links counted: all of them, the expired and the disabled ones
+// (every other one is active), and the newest few.
+type Overview struct {
+	Total, Expired, Disabled int64
+	Newest                   []Link
+}
+
 // ErrNotFound is returned by stores for an unknown code.
 var ErrNotFound = errors.New("link not found")
 
@@ -125,12 +132,10 @@ type Store interface {
 	FindByID(ctx context.Context, id string) (Link, error)
 	// List returns a page of q's links and how many match in all.
 	List(ctx context.Context, q ListQuery) ([]Link, int64, error)
-	// Newest returns List's page without counting how many match.
-	Newest(ctx context.Context, q ListQuery) ([]Link, error)
 	// Update applies ch to the link with code; ErrNotFound if none.
 	Update(ctx context.Context, code string, ch Change) error
-	// Count counts q's links (Skip and Limit unused).
-	Count(ctx context.Context, q ListQuery) (int64, error)
+	// Overview counts q's owner's live links (q.State unused) and returns the n newest.
+	Overview(ctx context.Context, q ListQuery, n int64) (Overview, error)
 	// UpdateLive applies ch to the live link with code owned by ownerID; false when there is
 	// none (unknown, another owner's, or soft-deleted meanwhile).
 	UpdateLive(ctx context.Context, code, ownerID string, ch Change) (bool, error)

@@ -98,14 +98,18 @@ func (s *fakeStore) Update(_ context.Context, code string, ch Change) error {
 	return s.failErr
 }
 
-func (s *fakeStore) Newest(ctx context.Context, q ListQuery) ([]Link, error) {
-	page, _, err := s.List(ctx, q)
-	return page, err
-}
-
-func (s *fakeStore) Count(ctx context.Context, q ListQuery) (int64, error) {
-	_, n, err := s.List(ctx, q)
-	return n, err
+func (s *fakeStore) Overview(ctx context.Context, q ListQuery, n int64) (Overview, error) {
+	all, total, err := s.List(ctx, q)
+	o := Overview{Total: total, Newest: all[:min(int64(len(all)), n)]}
+	for _, l := range all {
+		switch {
+		case l.Status == link.StatusDisabled:
+			o.Disabled++
+		case l.Expired(q.Now):
+			o.Expired++
+		}
+	}
+	return o, err
 }
 
 // fakeClicks answers click totals from a table of clicks per link and owner.

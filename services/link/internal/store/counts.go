@@ -60,11 +60,21 @@ type changeDoc struct {
 	Done  bool   `bson:"done"`
 	Batch string `bson:"batch,omitempty"`
 	Load  string `bson:"load,omitempty"`
+	// OwnerID and Entry are an owned link's owner and the link as the write leaves it, for
+	// the owner's packs (see pack.go).
+	OwnerID string `bson:"owner_id,omitempty"`
+	Entry   []byte `bson:"entry,omitempty"`
 }
 
-func (s *Store) changeOf(linkID string, rev int64, from, to string) changeDoc {
-	return changeDoc{ID: linkID + ":" + strconv.FormatInt(rev, 10), LinkID: linkID, Rev: rev, From: from, To: to,
-		At: s.now().UTC()}
+// changeOf is the record of a write that leaves the link as after (at its revision), coming
+// from class from.
+func (s *Store) changeOf(after links.Link, from string) changeDoc {
+	c := changeDoc{ID: after.ID + ":" + strconv.FormatInt(after.Rev, 10), LinkID: after.ID, Rev: after.Rev, From: from,
+		To: after.Class(), At: s.now().UTC()}
+	if after.OwnerID != "" {
+		c.OwnerID, c.Entry = after.OwnerID, appendEntry(nil, after)
+	}
+	return c
 }
 
 // markDone says the write of change id happened. If it cannot, the folder finds out from
@@ -109,7 +119,8 @@ func (s *Store) apply(ctx context.Context, filter bson.D, change func(*links.Lin
 		before := fromDoc(d)
 		after := before
 		change(&after)
-		c := s.changeOf(d.ID, d.Rev+1, before.Class(), after.Class())
+		after.Rev = d.Rev + 1
+		c := s.changeOf(after, before.Class())
 		if _, err := s.changes.InsertOne(ctx, c); err != nil {
 			if !mongo.IsDuplicateKeyError(err) {
 				return links.Link{}, false, fmt.Errorf("record link change: %w", err)
@@ -131,7 +142,6 @@ func (s *Store) apply(ctx context.Context, filter bson.D, change func(*links.Lin
 		}
 		if res.MatchedCount == 1 {
 			s.markDone(ctx, c.ID)
-			after.Rev = next.Rev
 			return after, true, nil
 		}
 		s.withdraw(ctx, c.ID)
@@ -161,8 +171,11 @@ type walDoc struct {
 	ID   string                      `bson:"id"`
 	All  map[string]int64            `bson:"all"`
 	Days map[string]map[string]int64 `bson:"days"`
-	// n is how many changes the batch holds.
-	n int
+	// n is how many changes the batch holds; changes are they, when read (a batch a crash
+	// left is read again for its entries).
+	n       int
+	changes []changeDoc
+	read    bool
 }
 
 // CountStates reads the counters as the fold left them; 503-worthy links.ErrCountsNotReady
@@ -182,6 +195,9 @@ func (s *Store) CountStates(ctx context.Context) (link.LinkCounts, error) {
 // writes never will, and counts the minutes passed as expired. The first round counts the
 // links already stored.
 func (s *Store) FoldCounts(ctx context.Context, now time.Time) error {
+	if err := s.ensurePacks(ctx); err != nil {
+		return err
+	}
 	c, err := s.readCounts(ctx)
 	if errors.Is(err, links.ErrCountsNotReady) {
 		return s.backfill(ctx, now)
@@ -213,6 +229,15 @@ func (s *Store) FoldCounts(ctx context.Context, now time.Time) error {
 	return s.pass(ctx, c.Through, ExpiredThrough(now))
 }
 
+// Unfolded counts the recorded changes the fold has not consumed yet.
+func (s *Store) Unfolded(ctx context.Context) (int64, error) {
+	n, err := s.changes.CountDocuments(ctx, bson.D{})
+	if err != nil {
+		return 0, fmt.Errorf("count link changes: %w", err)
+	}
+	return n, nil
+}
+
 // readCounts reads the counters; links.ErrCountsNotReady before the first fold.
 func (s *Store) readCounts(ctx context.Context) (countsDoc, error) {
 	var c countsDoc
@@ -234,7 +259,7 @@ func ExpiredThrough(now time.Time) int64 { return links.ExpiryMinute(now) - 1 }
 // write happened into a new batch. Each step is a query over the changes, none a lookup per
 // change: FerretDB answers a lookup by reading every document of its collection.
 func (s *Store) nextBatch(ctx context.Context, through int64, now time.Time) (walDoc, error) {
-	w := walDoc{ID: bson.NewObjectID().Hex(), All: map[string]int64{}, Days: map[string]map[string]int64{}}
+	w := walDoc{ID: bson.NewObjectID().Hex(), All: map[string]int64{}, Days: map[string]map[string]int64{}, read: true}
 	if err := s.settleStale(ctx, now); err != nil {
 		return w, err
 	}
@@ -268,6 +293,9 @@ func (s *Store) nextBatch(ctx context.Context, through int64, now time.Time) (wa
 		w.add(c.From, -1, through)
 		w.add(c.To, 1, through)
 		w.n++
+		if c.OwnerID != "" {
+			w.changes = append(w.changes, c)
+		}
 	}
 	if err := cur.Err(); err != nil {
 		return w, fmt.Errorf("read link changes: %w", err)
@@ -331,9 +359,13 @@ func (w *walDoc) add(class string, sign int64, through int64) {
 
 func dayID(day int64) string { return "day:" + strconv.FormatInt(day, 10) }
 
-// addBatch adds w where it says, each document once (it records the batch it last took), then
-// deletes w's changes and w itself. A crash half way is finished by the next round.
+// addBatch writes w's entries into their owners' packs and adds w where it says, each
+// document once (it records the batch it last took), then deletes w's changes and w itself.
+// A crash half way is finished by the next round.
 func (s *Store) addBatch(ctx context.Context, w walDoc) error {
+	if err := s.packBatch(ctx, w.ID, w.changes, w.read); err != nil {
+		return err
+	}
 	for day, minutes := range w.Days {
 		inc := bson.D{}
 		for m, n := range minutes {
@@ -447,14 +479,18 @@ func (s *Store) backfill(ctx context.Context, now time.Time) error {
 	if err := seen.All(ctx, &changes); err != nil {
 		return fmt.Errorf("read link changes: %w", err)
 	}
-	var reflected []string
+	var reflected []changeDoc
 	for _, c := range changes {
 		if rev, ok := revs[c.LinkID]; ok && c.Rev <= rev {
-			reflected = append(reflected, c.ID)
+			reflected = append(reflected, c)
 		}
 	}
-	for _, id := range reflected {
-		if _, err := s.changes.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}}); err != nil {
+	// The packs were made before this read: what it reflects reaches them first.
+	if err := s.packChanges(ctx, reflected); err != nil {
+		return err
+	}
+	for _, c := range reflected {
+		if _, err := s.changes.DeleteOne(ctx, bson.D{{Key: "_id", Value: c.ID}}); err != nil {
 			return fmt.Errorf("consume link change: %w", err)
 		}
 	}

@@ -13,8 +13,19 @@ import (
 )
 
 // List returns a page of q's links, newest first with ties in id order, and how many match.
-// Both queries read the owner_created index.
+// An owner's come from the owner's packs; anyone's from two queries on the created index.
 func (s *Store) List(ctx context.Context, q links.ListQuery) ([]links.Link, int64, error) {
+	if ok, err := s.packedQuery(ctx, q); ok || err != nil {
+		if err != nil {
+			return nil, 0, err
+		}
+		all, err := s.ownerLinks(ctx, q.OwnerID)
+		if err != nil {
+			return nil, 0, err
+		}
+		sel := selectLinks(all, q)
+		return page(sel, q.Skip, q.Limit), int64(len(sel)), nil
+	}
 	docs, total, err := mongodb.FindPage[doc](ctx, s.links, "links", listFilter(q), mongodb.NewestFirst(), q.Skip, q.Limit)
 	if err != nil {
 		return nil, 0, err
@@ -26,26 +37,54 @@ func (s *Store) List(ctx context.Context, q links.ListQuery) ([]links.Link, int6
 	return out, total, nil
 }
 
-// Newest returns the page of q's links that List returns, without counting how many match.
-func (s *Store) Newest(ctx context.Context, q links.ListQuery) ([]links.Link, error) {
-	docs, err := mongodb.Find[doc](ctx, s.links, "links", listFilter(q), mongodb.NewestFirst(), q.Skip, q.Limit)
+// Overview counts q's owner's live links in all, expired and disabled, and returns the n
+// newest, from one read of the owner's packs once they are ready.
+func (s *Store) Overview(ctx context.Context, q links.ListQuery, n int64) (links.Overview, error) {
+	var out links.Overview
+	ok, err := s.packedQuery(ctx, q)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	out := make([]links.Link, 0, len(docs))
-	for _, d := range docs {
-		out = append(out, fromDoc(d))
+	if !ok {
+		// Three counts and a page, each a query of its own.
+		for _, c := range []struct {
+			state string
+			into  *int64
+		}{{links.StateAll, &out.Total}, {links.StateExpired, &out.Expired}, {links.StateDisabled, &out.Disabled}} {
+			q.State = c.state
+			if *c.into, err = s.links.CountDocuments(ctx, listFilter(q)); err != nil {
+				return out, fmt.Errorf("count links: %w", err)
+			}
+		}
+		q.State = links.StateAll
+		docs, err := mongodb.Find[doc](ctx, s.links, "links", listFilter(q), mongodb.NewestFirst(), 0, n)
+		if err != nil {
+			return out, err
+		}
+		for _, d := range docs {
+			out.Newest = append(out.Newest, fromDoc(d))
+		}
+		return out, nil
 	}
+	all, err := s.ownerLinks(ctx, q.OwnerID)
+	if err != nil {
+		return out, err
+	}
+	q.State = links.StateAll
+	live := selectLinks(all, q)
+	out.Total = int64(len(live))
+	for _, l := range live {
+		q.State = links.StateExpired
+		if matches(l, q) {
+			out.Expired++
+		}
+		q.State = links.StateDisabled
+		if matches(l, q) {
+			out.Disabled++
+		}
+	}
+	out.Newest = page(live, 0, n)
 	return out, nil
-}
-
-// Count counts q's links on the owner_created index.
-func (s *Store) Count(ctx context.Context, q links.ListQuery) (int64, error) {
-	n, err := s.links.CountDocuments(ctx, listFilter(q))
-	if err != nil {
-		return 0, fmt.Errorf("count links: %w", err)
-	}
-	return n, nil
 }
 
 // listFilter is the filter of q: the owner's (or anyone's) live links in q's state, with

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -52,7 +53,11 @@ type Store struct {
 	// changes records each write of a link with the classes it moves the link between,
 	// counts holds what the counters' folder made of them.
 	changes, counts *mongo.Collection
-	now             func() time.Time
+	// packs holds each owner's links packed for the owner's views (see pack.go); packed
+	// says the packs are ready.
+	packs  *mongo.Collection
+	packed atomic.Bool
+	now    func() time.Time
 }
 
 // New returns a store over db after making sure its indexes exist.
@@ -75,12 +80,19 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
 			Keys: bson.D{{Key: "purge.at", Value: 1}}, Options: options.Index().SetName("purge_at").SetSparse(true),
 		}},
+		// An owner's views read the owner's changes not folded yet, and the owner's packs.
+		mongodb.Index{Collection: changesCollection, Model: mongo.IndexModel{
+			Keys: bson.D{{Key: "owner_id", Value: 1}}, Options: options.Index().SetName("owner").SetSparse(true),
+		}},
+		mongodb.Index{Collection: packsCollection, Model: mongo.IndexModel{
+			Keys: bson.D{{Key: "owner_id", Value: 1}}, Options: options.Index().SetName("owner"),
+		}},
 	)
 	if err != nil {
 		return nil, err
 	}
 	return &Store{links: db.Collection(collection), changes: db.Collection(changesCollection),
-		counts: db.Collection(countsCollection), now: time.Now}, nil
+		counts: db.Collection(countsCollection), packs: db.Collection(packsCollection), now: time.Now}, nil
 }
 
 // recordTimeout bounds the bookkeeping of a write already made (recording its change into the
@@ -107,7 +119,8 @@ func (s *Store) Insert(ctx context.Context, l links.Link) error {
 	if err != nil {
 		return fmt.Errorf("insert link: %w", err)
 	}
-	c := s.changeOf(l.ID, 1, links.ClassNone, l.Class())
+	l.Rev = 1
+	c := s.changeOf(l, links.ClassNone)
 	c.Done = true
 	// The link is stored: its change is recorded even if the caller stops waiting now.
 	rctx, cancel := afterwards(ctx)
@@ -126,7 +139,8 @@ func (s *Store) InsertMany(ctx context.Context, ls []links.Link) error {
 	for i, l := range ls {
 		d := toDoc(l)
 		d.Rev = 1
-		c := s.changeOf(l.ID, 1, links.ClassNone, l.Class())
+		l.Rev = 1
+		c := s.changeOf(l, links.ClassNone)
 		c.Load = load
 		docs[i], changes[i] = d, c
 	}

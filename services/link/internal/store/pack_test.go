@@ -1,0 +1,269 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/mongodb"
+	"github.com/linkmesh/linkmesh/pkg/testenv"
+	"github.com/linkmesh/linkmesh/services/link/internal/links"
+)
+
+// An entry keeps everything an owner's view shows of a link, and a damaged one is an error,
+// never a panic or a wrong link.
+func TestEntryRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 23, 12, 0, 0, 123e6, time.UTC)
+	deleted := at.Add(time.Hour)
+	for _, l := range []links.Link{
+		{ID: "id1", ShortCode: "abc1234", DestinationURL: "https://example.com/ä?q=\"x\" y\n", OwnerID: "o", CreatedAt: at,
+			ExpiresAt: at.AddDate(0, 0, 30), Status: link.StatusActive, Rev: 1},
+		{ID: "id2", ShortCode: "x", DestinationURL: "", OwnerID: "o", CreatedAt: at, ExpiresAt: at.AddDate(-60, 0, 0),
+			Status: link.StatusDisabled, AutoRenew: true, DeletedAt: &deleted, Rev: 1 << 40},
+		{ID: "id3", ShortCode: "gone001", OwnerID: "o", CreatedAt: at, ExpiresAt: at, Status: "custom", Rev: 7,
+			Purge: &links.PurgeMark{By: "m"}},
+	} {
+		b := appendEntry(nil, l)
+		got, rest, err := readEntry(append(b, 9), "o")
+		if err != nil || !reflect.DeepEqual(rest, []byte{9}) {
+			t.Fatalf("%s: read %v, rest %v", l.ID, err, rest)
+		}
+		want := l
+		want.Purge = nil
+		if !reflect.DeepEqual(got.Link, want) || got.gone != (l.Purge != nil) {
+			t.Errorf("%s: read back %+v (gone %v), want %+v", l.ID, got.Link, got.gone, want)
+		}
+		for n := range len(b) {
+			if _, _, err := readEntry(b[:n], "o"); err == nil {
+				t.Errorf("%s: %d of %d bytes read without an error", l.ID, n, len(b))
+			}
+		}
+	}
+}
+
+// oracle is q's page and total the slow way: the query over every link.
+func oracle(t *testing.T, s *Store, q links.ListQuery) ([]string, int64) {
+	t.Helper()
+	docs, total, err := mongodb.FindPage[doc](context.Background(), s.links, "links", listFilter(q), mongodb.NewestFirst(), q.Skip, q.Limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for _, d := range docs {
+		out = append(out, d.ShortCode)
+	}
+	return out, total
+}
+
+// sameAsQuery checks that s answers owner's lists, counts and overview from the packs as
+// the query over the links does.
+func sameAsQuery(t *testing.T, s *Store, owner string, now time.Time, when string) {
+	t.Helper()
+	ctx := context.Background()
+	if ok, err := s.packedQuery(ctx, links.ListQuery{OwnerID: owner}); !ok || err != nil {
+		t.Fatalf("%s: packs not used (%v)", when, err)
+	}
+	for _, state := range []string{links.StateAll, links.StateActive, links.StateExpired, links.StateDisabled} {
+		for _, contains := range []string{"", "7", "example/1", ".*", "(", `\$`, "nothing"} {
+			for _, p := range [][2]int64{{0, 20}, {20, 20}, {100, 7}, {0, 1000}, {500, 20}} {
+				q := links.ListQuery{OwnerID: owner, State: state, Contains: contains, Now: now, Skip: p[0], Limit: p[1]}
+				got, total, err := s.List(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				codes := []string{}
+				for _, l := range got {
+					codes = append(codes, l.ShortCode)
+				}
+				want, wantTotal := oracle(t, s, q)
+				if fmt.Sprint(codes) != fmt.Sprint(want) || total != wantTotal {
+					t.Fatalf("%s: %s %q %v: packs %v (%d), query %v (%d)", when, state, contains, p, codes, total, want, wantTotal)
+				}
+			}
+		}
+	}
+	o, err := s.Overview(ctx, links.ListQuery{OwnerID: owner, Now: now}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want links.Overview
+	for _, c := range []struct {
+		state string
+		into  *int64
+	}{{links.StateAll, &want.Total}, {links.StateExpired, &want.Expired}, {links.StateDisabled, &want.Disabled}} {
+		_, *c.into = oracle(t, s, links.ListQuery{OwnerID: owner, State: c.state, Now: now})
+	}
+	newest, _ := oracle(t, s, links.ListQuery{OwnerID: owner, State: links.StateAll, Now: now, Limit: 5})
+	var got []string
+	for _, l := range o.Newest {
+		got = append(got, l.ShortCode)
+	}
+	if o.Total != want.Total || o.Expired != want.Expired || o.Disabled != want.Disabled || fmt.Sprint(got) != fmt.Sprint(newest) {
+		t.Fatalf("%s: overview %d/%d/%d %v, query %d/%d/%d %v", when, o.Total, o.Expired, o.Disabled, got,
+			want.Total, want.Expired, want.Disabled, newest)
+	}
+}
+
+// An owner's views from the packs on the real wire server answer as the query over the links
+// does: before the fold (the owner's changes over the packs) and after it, across packs,
+// through renewals, disables, deletions and purges, with a batch packed twice and changes
+// arriving late, and for links stored before the packs existed.
+func TestOwnerPacks(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Mongo(t)
+	defer func(n int) { packSize = n }(packSize)
+	packSize = 64
+	s, err := New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	// Links from before the packs: stored without recorded changes.
+	var old []any
+	for i := range 30 {
+		l := links.Link{ID: fmt.Sprintf("old%d", i), ShortCode: fmt.Sprintf("old%04d", i), OwnerID: "owner",
+			DestinationURL: fmt.Sprintf("https://example/%d(\\$", i), CreatedAt: now.Add(-time.Duration(i) * time.Hour),
+			ExpiresAt: now.Add(time.Duration(i-10) * time.Hour), Status: link.StatusActive}
+		old = append(old, toDoc(l))
+	}
+	if _, err := s.links.InsertMany(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FoldCounts(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	sameAsQuery(t, s, "owner", now, "links from before the packs")
+
+	// More than a pack's worth, with equal creation times (ties in id order), and another
+	// owner's links, which never show.
+	var ls []links.Link
+	for i := range 2*packSize + 30 {
+		ls = append(ls, links.Link{ID: fmt.Sprintf("n%05d", i), ShortCode: fmt.Sprintf("new%05d", i), OwnerID: "owner",
+			DestinationURL: fmt.Sprintf("https://example/%d.*", i), CreatedAt: now.Add(-time.Duration(i/3) * time.Minute),
+			ExpiresAt: now.Add(time.Duration(i%7-3) * time.Hour), Status: link.StatusActive, AutoRenew: i%11 == 0})
+	}
+	for i := range 40 {
+		ls = append(ls, links.Link{ID: fmt.Sprintf("x%d", i), ShortCode: fmt.Sprintf("oth%04d", i), OwnerID: "other",
+			DestinationURL: "https://example/1", CreatedAt: now, ExpiresAt: now.Add(time.Hour), Status: link.StatusActive})
+	}
+	if err := s.InsertMany(ctx, ls); err != nil {
+		t.Fatal(err)
+	}
+	sameAsQuery(t, s, "owner", now, "before the fold")
+	if err := s.FoldCounts(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.changes.CountDocuments(ctx, bson.D{}); n != 0 {
+		t.Fatalf("%d changes left after the fold", n)
+	}
+	if n, _ := s.packs.CountDocuments(ctx, bson.D{{Key: "owner_id", Value: "owner"}}); n != 3 {
+		t.Fatalf("owner has %d packs, want 3", n)
+	}
+	sameAsQuery(t, s, "owner", now, "after the fold")
+	sameAsQuery(t, s, "other", now, "the other owner")
+
+	// Writes of every kind, seen before and after their fold.
+	later := now.Add(72 * time.Hour)
+	on, disabled, reason := true, link.StatusDisabled, "spam"
+	if ok, err := s.UpdateLive(ctx, "new00004", "owner", links.Change{ExpiresAt: &later}); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if ok, err := s.UpdateLive(ctx, "old0020", "owner", links.Change{DeletedAt: &now}); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if _, ok, err := s.UpdateIf(ctx, "new00010", link.StatusActive, links.Change{Status: &disabled, DisabledReason: &reason}); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if err := s.Update(ctx, "new00100", links.Change{AutoRenew: &on}); err != nil {
+		t.Fatal(err)
+	}
+	purged, err := s.FindByCode(ctx, "new00001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MarkPurge(ctx, purged.ID, links.PurgeMark{By: "m", At: now}); err != nil {
+		t.Fatal(err)
+	}
+	sameAsQuery(t, s, "owner", now, "writes before their fold")
+	// A crash after the packs were written and before the changes were deleted: the batch is
+	// packed again.
+	var cs []changeDoc
+	cur, err := s.changes.Find(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cur.All(ctx, &cs); err != nil || len(cs) != 5 {
+		t.Fatalf("%d changes recorded (%v), want 5", len(cs), err)
+	}
+	if err := s.FoldCounts(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.packChanges(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteByID(ctx, purged.ID); err != nil {
+		t.Fatal(err)
+	}
+	sameAsQuery(t, s, "owner", now, "writes after their fold, packed twice")
+	// Changes settled late, older than what the packs hold, undo nothing: not the renewal,
+	// and not the purge.
+	var late []changeDoc
+	for _, l := range []links.Link{purged, ls[4]} {
+		l.Rev = 1
+		late = append(late, s.changeOf(l, links.ClassNone))
+	}
+	if err := s.packChanges(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	sameAsQuery(t, s, "owner", now, "late changes")
+	// A batch a crash left, tagged and never added: packed from the changes read again.
+	if ok, err := s.UpdateLive(ctx, "new00005", "owner", links.Change{ExpiresAt: &later}); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if _, err := s.changes.UpdateMany(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "batch", Value: "b1"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.packBatch(ctx, "b1", nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.changes.DeleteMany(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	sameAsQuery(t, s, "owner", now, "a batch read again")
+
+	// A second folder that wrote a pack meanwhile fails the round rather than lose its write.
+	ps, err := s.readPacks(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps[0].dirty = true
+	if err := s.writePacks(ctx, ps[:1]); err != nil {
+		t.Fatal(err)
+	}
+	ps[0].doc.V--
+	if err := s.writePacks(ctx, ps[:1]); err == nil {
+		t.Fatal("a pack written at a stale version")
+	}
+
+	// Packing from the links again (the packs dropped) gives the same answers, on a store
+	// that has not seen them ready.
+	if _, err := s.counts.DeleteOne(ctx, bson.D{{Key: "_id", Value: packsReady}}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := again.packedQuery(ctx, links.ListQuery{OwnerID: "owner"}); ok || err != nil {
+		t.Fatalf("packs used before they are ready: %v %v", ok, err)
+	}
+	if err := again.FoldCounts(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	sameAsQuery(t, again, "owner", now, "packed again from the links")
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,17 +27,25 @@ func main() {
 	n := flag.Int("links", 20000, "links the owner has")
 	samples := flag.Int("samples", 100, "measured requests per figure (after 10 to warm up)")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the measured requests to this file; the embedded MongoDB wire server runs in this process, so it shows where the store spends its time")
+	linkProfile := flag.String("link-profile", "", "write a CPU profile of the link service during the measured requests to this file")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *bin, *n, *samples, *profile); err != nil {
+	if err := run(ctx, *bin, *n, *samples, *profile, *linkProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "benchowner:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, binDir string, n, samples int, profile string) error {
-	b, err := stack.StartBench(ctx, "benchowner", stack.ServicesOptions{BinDir: binDir})
+// linkDebugAddr is where the link service serves its runtime profiles when asked for one.
+const linkDebugAddr = "127.0.0.1:16062"
+
+func run(ctx context.Context, binDir string, n, samples int, profile, linkProfile string) error {
+	opts := stack.ServicesOptions{BinDir: binDir}
+	if linkProfile != "" {
+		opts.ServiceEnv = map[string]map[string]string{"link": {"LINKMESH_DEBUG_ADDR": linkDebugAddr}}
+	}
+	b, err := stack.StartBench(ctx, "benchowner", opts)
 	if err != nil {
 		return err
 	}
@@ -66,6 +75,17 @@ func run(ctx context.Context, binDir string, n, samples int, profile string) err
 		return err
 	}
 	defer stopProfile()
+	var profiled sync.WaitGroup
+	defer profiled.Wait() // before the stack stops
+	if linkProfile != "" {
+		// As long as every figure takes at the target; slower runs are profiled in part.
+		d := time.Duration(6*(10+samples)) * maxP50
+		profiled.Go(func() {
+			if err := stack.FetchProfile(ctx, linkDebugAddr, d, linkProfile); err != nil {
+				fmt.Fprintln(os.Stderr, "link profile:", err)
+			}
+		})
+	}
 	deep := n / 2 / 20
 	var missed []string
 	for _, path := range []string{

@@ -116,19 +116,23 @@ func appendEntry(b []byte, l links.Link) []byte {
 
 var errBadEntry = errors.New("bad link entry")
 
+// minEntry is about the smallest entry: a link ID and code, a destination, times.
+const minEntry = 48
+
 // readEntry reads the entry at the start of b and returns the rest; ownerID is whose it is.
-func readEntry(b []byte, ownerID string) (packed, []byte, error) {
+// The link's strings share b's memory.
+func readEntry(b string, ownerID string) (packed, string, error) {
 	var out packed
 	var fields [4]string
 	for i := range fields {
-		n, k := binary.Uvarint(b)
+		n, k := uvarint(b)
 		if k <= 0 || uint64(len(b)-k) < n {
-			return out, nil, errBadEntry
+			return out, "", errBadEntry
 		}
-		fields[i], b = string(b[k:k+int(n)]), b[k+int(n):]
+		fields[i], b = b[k:k+int(n)], b[k+int(n):]
 	}
 	if len(b) == 0 {
-		return out, nil, errBadEntry
+		return out, "", errBadEntry
 	}
 	flags := b[0]
 	b = b[1:]
@@ -138,15 +142,15 @@ func readEntry(b []byte, ownerID string) (packed, []byte, error) {
 		count = 3
 	}
 	for i := range count {
-		v, k := binary.Varint(b)
+		v, k := varint(b)
 		if k <= 0 {
-			return out, nil, errBadEntry
+			return out, "", errBadEntry
 		}
 		times[i], b = v, b[k:]
 	}
-	rev, k := binary.Varint(b)
+	rev, k := varint(b)
 	if k <= 0 {
-		return out, nil, errBadEntry
+		return out, "", errBadEntry
 	}
 	out.Link = links.Link{ID: fields[0], ShortCode: fields[1], DestinationURL: fields[2], Status: internStatus(fields[3]),
 		OwnerID: ownerID, AutoRenew: flags&flagAutoRenew != 0, CreatedAt: time.UnixMilli(times[0]).UTC(),
@@ -157,6 +161,34 @@ func readEntry(b []byte, ownerID string) (packed, []byte, error) {
 	}
 	out.gone = flags&flagGone != 0
 	return out, b[k:], nil
+}
+
+// uvarint is binary.Uvarint over a string.
+func uvarint(s string) (uint64, int) {
+	var x uint64
+	var shift uint
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		c := s[i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				return 0, -(i + 1) // overflow
+			}
+			return x | uint64(c)<<shift, i + 1
+		}
+		x |= uint64(c&0x7f) << shift
+		shift += 7
+	}
+	return 0, 0
+}
+
+// varint is binary.Varint over a string.
+func varint(s string) (int64, int) {
+	ux, n := uvarint(s)
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
+	}
+	return x, n
 }
 
 // internStatus shares the usual statuses' strings between entries.
@@ -172,11 +204,13 @@ func internStatus(s string) string {
 
 // decodePack reads a stored pack.
 func decodePack(d packDoc) (*pack, error) {
-	raw, err := packDecoder.DecodeAll(d.Data, nil)
+	b, err := packDecoder.DecodeAll(d.Data, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read link pack %s: %w", d.ID, err)
 	}
-	p := &pack{doc: d}
+	// One string for the pack: its links' strings are parts of it.
+	raw := string(b)
+	p := &pack{doc: d, links: make([]packed, 0, min(packSize, len(raw)/minEntry+1))}
 	for len(raw) > 0 {
 		var e packed
 		if e, raw, err = readEntry(raw, d.OwnerID); err != nil {
@@ -306,7 +340,7 @@ func (s *Store) packChanges(ctx context.Context, cs []changeDoc) error {
 		if c.OwnerID == "" || len(c.Entry) == 0 {
 			continue
 		}
-		e, _, err := readEntry(c.Entry, c.OwnerID)
+		e, _, err := readEntry(string(c.Entry), c.OwnerID)
 		if err != nil {
 			return fmt.Errorf("read link change %s: %w", c.ID, err)
 		}
@@ -396,7 +430,7 @@ func (s *Store) ensurePacks(ctx context.Context) error {
 
 // ownerLinks is every link of ownerID as of now, soft-deleted ones included and links being
 // purged not: the done changes not folded yet over the packs.
-func (s *Store) ownerLinks(ctx context.Context, ownerID string) ([]links.Link, error) {
+func (s *Store) ownerLinks(ctx context.Context, ownerID string) ([]*links.Link, error) {
 	cur, err := s.changes.Find(ctx, bson.D{{Key: "owner_id", Value: ownerID}, {Key: "done", Value: true}},
 		options.Find().SetProjection(bson.D{{Key: "entry", Value: 1}}))
 	if err != nil {
@@ -412,28 +446,29 @@ func (s *Store) ownerLinks(ctx context.Context, ownerID string) ([]links.Link, e
 	if err != nil {
 		return nil, err
 	}
-	n := 0
+	n := len(pending)
 	for _, p := range ps {
 		n += len(p.links)
 	}
 	latest := make(map[string]int, len(pending))
-	all := make([]packed, 0, n+len(pending))
+	all := make([]*packed, 0, n)
 	for _, c := range pending {
-		e, _, err := readEntry(c.Entry, ownerID)
+		e, _, err := readEntry(string(c.Entry), ownerID)
 		if err != nil {
 			return nil, fmt.Errorf("read owner's link change: %w", err)
 		}
 		if i, ok := latest[e.ID]; ok {
 			if all[i].Rev < e.Rev {
-				all[i] = e
+				all[i] = &e
 			}
 			continue
 		}
 		latest[e.ID] = len(all)
-		all = append(all, e)
+		all = append(all, &e)
 	}
 	for _, p := range ps {
-		for _, e := range p.links {
+		for j := range p.links {
+			e := &p.links[j]
 			if i, ok := latest[e.ID]; ok {
 				if all[i].Rev < e.Rev {
 					all[i] = e
@@ -443,10 +478,10 @@ func (s *Store) ownerLinks(ctx context.Context, ownerID string) ([]links.Link, e
 			all = append(all, e)
 		}
 	}
-	out := make([]links.Link, 0, len(all))
+	out := make([]*links.Link, 0, len(all))
 	for _, e := range all {
 		if !e.gone {
-			out = append(out, e.Link)
+			out = append(out, &e.Link)
 		}
 	}
 	return out, nil
@@ -462,14 +497,14 @@ func (s *Store) packedQuery(ctx context.Context, q links.ListQuery) (bool, error
 
 // selectLinks is q's links among ls (one owner's), newest first with ties in id order, as
 // listFilter selects them.
-func selectLinks(ls []links.Link, q links.ListQuery) []links.Link {
-	out := ls[:0:0]
+func selectLinks(ls []*links.Link, q links.ListQuery) []*links.Link {
+	out := make([]*links.Link, 0, len(ls))
 	for _, l := range ls {
 		if matches(l, q) {
 			out = append(out, l)
 		}
 	}
-	slices.SortFunc(out, func(a, b links.Link) int {
+	slices.SortFunc(out, func(a, b *links.Link) int {
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
@@ -479,7 +514,7 @@ func selectLinks(ls []links.Link, q links.ListQuery) []links.Link {
 }
 
 // matches is listFilter for one link of q's owner.
-func matches(l links.Link, q links.ListQuery) bool {
+func matches(l *links.Link, q links.ListQuery) bool {
 	if l.DeletedAt != nil && !q.IncludeDeleted {
 		return false
 	}
@@ -501,8 +536,8 @@ func matches(l links.Link, q links.ListQuery) bool {
 	return q.Contains == "" || strings.Contains(l.ShortCode, q.Contains) || strings.Contains(l.DestinationURL, q.Contains)
 }
 
-// page is ls[skip:skip+limit], bounded.
-func page(ls []links.Link, skip, limit int64) []links.Link {
+// page is a copy of ls[skip:skip+limit], bounded.
+func page(ls []*links.Link, skip, limit int64) []links.Link {
 	if skip < 0 || skip >= int64(len(ls)) {
 		return nil
 	}
@@ -510,5 +545,9 @@ func page(ls []links.Link, skip, limit int64) []links.Link {
 	if limit > 0 && limit < end-skip {
 		end = skip + limit
 	}
-	return ls[skip:end]
+	out := make([]links.Link, 0, end-skip)
+	for _, l := range ls[skip:end] {
+		out = append(out, *l)
+	}
+	return out
 }

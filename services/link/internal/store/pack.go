@@ -273,7 +273,7 @@ func (s *Store) writePacks(ctx context.Context, ps []*pack) error {
 			}
 			continue
 		}
-		res, err := s.packs.UpdateOne(ctx, bson.D{{Key: "_id", Value: p.doc.ID}, {Key: "v", Value: p.doc.V}},
+		res, err := s.packs.UpdateOne(ctx, bson.D{{Key: "_id", Value: p.doc.ID}, {Key: "owner_id", Value: p.doc.OwnerID}, {Key: "v", Value: p.doc.V}},
 			bson.D{{Key: "$set", Value: bson.D{{Key: "data", Value: data}, {Key: "v", Value: p.doc.V + 1}}}})
 		if err != nil {
 			return fmt.Errorf("write link pack %s: %w", p.doc.ID, err)

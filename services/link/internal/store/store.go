@@ -66,7 +66,8 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
 			Keys: bson.D{{Key: "short_code", Value: 1}}, Options: options.Index().SetUnique(true).SetName("short_code_unique"),
 		}},
-		// An owner's lists and counts read this index, newest first, ties broken by id.
+		// An owner's lists and counts read this index, newest first, ties broken by id, until
+		// the owners' packs are made (see pack.go); the packs' backfill reads it per owner.
 		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
 			Keys:    bson.D{{Key: "owner_id", Value: 1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: -1}},
 			Options: options.Index().SetName("owner_created"),

@@ -60,10 +60,10 @@ type changeDoc struct {
 	Done  bool   `bson:"done"`
 	Batch string `bson:"batch,omitempty"`
 	Load  string `bson:"load,omitempty"`
-	// OwnerID and Entry are an owned link's owner and the link as the write leaves it, for
-	// the owner's packs (see pack.go).
-	OwnerID string `bson:"owner_id,omitempty"`
-	Entry   []byte `bson:"entry,omitempty"`
+	// OwnerID is the link's owner ("" for none; absent from the changes of earlier versions)
+	// and Entry an owned link as the write leaves it, for the owner's packs (see pack.go).
+	OwnerID *string `bson:"owner_id,omitempty"`
+	Entry   []byte  `bson:"entry,omitempty"`
 }
 
 // changeOf is the record of a write that leaves the link as after (at its revision), coming
@@ -71,8 +71,10 @@ type changeDoc struct {
 func (s *Store) changeOf(after links.Link, from string) changeDoc {
 	c := changeDoc{ID: after.ID + ":" + strconv.FormatInt(after.Rev, 10), LinkID: after.ID, Rev: after.Rev, From: from,
 		To: after.Class(), At: s.now().UTC()}
-	if after.OwnerID != "" {
-		c.OwnerID, c.Entry = after.OwnerID, appendEntry(nil, after)
+	owner := after.OwnerID
+	c.OwnerID = &owner
+	if owner != "" {
+		c.Entry = appendEntry(nil, after)
 	}
 	return c
 }
@@ -293,7 +295,7 @@ func (s *Store) nextBatch(ctx context.Context, through int64, now time.Time) (wa
 		w.add(c.From, -1, through)
 		w.add(c.To, 1, through)
 		w.n++
-		if c.OwnerID != "" {
+		if c.OwnerID == nil || *c.OwnerID != "" {
 			w.changes = append(w.changes, c)
 		}
 	}
@@ -486,7 +488,7 @@ func (s *Store) backfill(ctx context.Context, now time.Time) error {
 		}
 	}
 	// The packs were made before this read: what it reflects reaches them first.
-	if err := s.packChanges(ctx, reflected); err != nil {
+	if _, err := s.packChanges(ctx, reflected); err != nil {
 		return err
 	}
 	for _, c := range reflected {

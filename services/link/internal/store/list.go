@@ -15,16 +15,15 @@ import (
 // List returns a page of q's links, newest first with ties in id order, and how many match.
 // An owner's come from the owner's packs; anyone's from two queries on the created index.
 func (s *Store) List(ctx context.Context, q links.ListQuery) ([]links.Link, int64, error) {
-	if ok, err := s.packedQuery(ctx, q); ok || err != nil {
+	if ownersView(q) {
+		all, ok, err := s.ownerLinks(ctx, q.OwnerID)
 		if err != nil {
 			return nil, 0, err
 		}
-		all, err := s.ownerLinks(ctx, q.OwnerID)
-		if err != nil {
-			return nil, 0, err
+		if ok {
+			sel := selectLinks(all, q)
+			return page(sel, q.Skip, q.Limit), int64(len(sel)), nil
 		}
-		sel := selectLinks(all, q)
-		return page(sel, q.Skip, q.Limit), int64(len(sel)), nil
 	}
 	docs, total, err := mongodb.FindPage[doc](ctx, s.links, "links", listFilter(q), mongodb.NewestFirst(), q.Skip, q.Limit)
 	if err != nil {
@@ -41,9 +40,13 @@ func (s *Store) List(ctx context.Context, q links.ListQuery) ([]links.Link, int6
 // newest, from one read of the owner's packs once they are ready.
 func (s *Store) Overview(ctx context.Context, q links.ListQuery, n int64) (links.Overview, error) {
 	var out links.Overview
-	ok, err := s.packedQuery(ctx, q)
-	if err != nil {
-		return out, err
+	var all []*links.Link
+	ok := false
+	if ownersView(q) {
+		var err error
+		if all, ok, err = s.ownerLinks(ctx, q.OwnerID); err != nil {
+			return out, err
+		}
 	}
 	if !ok {
 		// Three counts and a page, each a query of its own.
@@ -52,6 +55,7 @@ func (s *Store) Overview(ctx context.Context, q links.ListQuery, n int64) (links
 			into  *int64
 		}{{links.StateAll, &out.Total}, {links.StateExpired, &out.Expired}, {links.StateDisabled, &out.Disabled}} {
 			q.State = c.state
+			var err error
 			if *c.into, err = s.links.CountDocuments(ctx, listFilter(q)); err != nil {
 				return out, fmt.Errorf("count links: %w", err)
 			}
@@ -65,10 +69,6 @@ func (s *Store) Overview(ctx context.Context, q links.ListQuery, n int64) (links
 			out.Newest = append(out.Newest, fromDoc(d))
 		}
 		return out, nil
-	}
-	all, err := s.ownerLinks(ctx, q.OwnerID)
-	if err != nil {
-		return out, err
 	}
 	q.State = links.StateAll
 	live := selectLinks(all, q)

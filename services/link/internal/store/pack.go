@@ -31,27 +31,43 @@ import (
 //   - every recorded change of an owned link carries the link as the write leaves it (its
 //     entry), under the change's revision;
 //   - the fold writes a batch's entries into their owners' packs before it deletes the
-//     changes, keeping for each link the entry of its highest revision: a batch applied
-//     twice (a crash half way) changes nothing the second time, and a change settled late
-//     never undoes a later one; a link being purged stays as a mark, so no late change of it
-//     brings it back;
+//     changes, keeping for each link its latest entry (newer): a batch applied twice (a
+//     crash half way) changes nothing the second time, and a change settled late never
+//     undoes a later one; a link being purged stays as a mark, so no late change of it brings
+//     it back (a link created again under the same ID, from the same Idempotency-Key, is
+//     newer than the mark);
 //   - a view reads the owner's done changes first, then the packs, and keeps each link's
-//     highest revision: a change folded between the two reads is in the packs by then;
-//   - links stored before the packs existed are packed once, by the fold (packsReady marks
-//     it done); until then the views read the links. A link whose insert's change was never
-//     recorded (the process died between the two writes, see Insert) is missing from its
-//     owner's packs until its next change.
+//     latest entry: a change folded between the two reads is in the packs by then;
+//   - the fold makes the packs from the links themselves when there are none (links stored
+//     before the packs existed), and again when a replica of an earlier version of this
+//     service recorded or folded changes without entries (a rolling update, a rollback): it
+//     knows from a change without an owner field, or from a batch added to the counters that
+//     it did not pack. The marker (packsReady) names each making; a view reads it before
+//     and after its reads and reads the links instead while there is none or it changed.
+//
+// A link whose insert's change was never recorded (the process died between the two writes,
+// see Insert) is missing from its owner's packs until its next change or the next making; a
+// write whose mark as done failed shows in the views once the fold settles it (changeLease).
 const (
 	packsCollection = "link_packs"
-	// packsReady is the document of the counts collection that says every link stored
-	// before the packs existed is packed.
+	// packsReady is the marker, in the counts collection: the packs are made (markerDoc).
 	packsReady = "packs"
+	// entryFormat is the first byte of every entry.
+	entryFormat = 1
 )
 
 // packSize is how many links one pack document holds: a fold rewrites the packs it changes
 // whole, so an owner's new links cost the rewrite of one pack of at most this many (~100
 // bytes each before compression). Tests make it smaller.
 var packSize = 2000
+
+// markerDoc says the packs are made: gen names this making of them, batch the last fold
+// batch whose entries they hold.
+type markerDoc struct {
+	Gen   string    `bson:"gen"`
+	Batch string    `bson:"batch"`
+	At    time.Time `bson:"at"`
+}
 
 // packDoc is a stored pack: the owner's seq-th, at version v (every write is conditional on
 // it), its entries compressed.
@@ -91,6 +107,7 @@ const (
 
 // appendEntry appends l's entry: what an owner's view shows of it, and its revision.
 func appendEntry(b []byte, l links.Link) []byte {
+	b = append(b, entryFormat)
 	for _, s := range []string{l.ID, l.ShortCode, l.DestinationURL, l.Status} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
@@ -123,6 +140,10 @@ const minEntry = 48
 // The link's strings share b's memory.
 func readEntry(b string, ownerID string) (packed, string, error) {
 	var out packed
+	if len(b) == 0 || b[0] != entryFormat {
+		return out, "", errBadEntry
+	}
+	b = b[1:]
 	var fields [4]string
 	for i := range fields {
 		n, k := uvarint(b)
@@ -309,7 +330,7 @@ func (s *Store) packEntries(ctx context.Context, entries map[string][]packed) er
 		for _, e := range entries[owner] {
 			if w, ok := where[e.ID]; ok {
 				p := ps[w.p]
-				if cur := p.links[w.i]; cur.Rev >= e.Rev || cur.gone {
+				if !newer(e.Link, p.links[w.i].Link) {
 					continue
 				}
 				p.links[w.i], p.dirty = e, true
@@ -333,27 +354,35 @@ func (s *Store) packEntries(ctx context.Context, entries map[string][]packed) er
 	return nil
 }
 
-// packChanges writes the entries cs carry into their owners' packs.
-func (s *Store) packChanges(ctx context.Context, cs []changeDoc) error {
+// packChanges writes the entries cs carry into their owners' packs; foreign says that some
+// were recorded by an earlier version, without an entry.
+func (s *Store) packChanges(ctx context.Context, cs []changeDoc) (foreign bool, err error) {
 	entries := map[string][]packed{}
 	for _, c := range cs {
-		if c.OwnerID == "" || len(c.Entry) == 0 {
+		if c.OwnerID == nil {
+			foreign = true
 			continue
 		}
-		e, _, err := readEntry(string(c.Entry), c.OwnerID)
-		if err != nil {
-			return fmt.Errorf("read link change %s: %w", c.ID, err)
+		owner := *c.OwnerID
+		if owner == "" {
+			continue
 		}
-		entries[c.OwnerID] = append(entries[c.OwnerID], e)
+		e, _, err := readEntry(string(c.Entry), owner)
+		if err != nil {
+			return false, fmt.Errorf("read link change %s: %w", c.ID, err)
+		}
+		entries[owner] = append(entries[owner], e)
 	}
 	if len(entries) == 0 {
-		return nil
+		return foreign, nil
 	}
-	return s.packEntries(ctx, entries)
+	return foreign, s.packEntries(ctx, entries)
 }
 
-// packBatch writes the entries of batch's changes into their owners' packs: cs when the
-// round read them already, otherwise (a batch a crash left) read again.
+// packBatch writes the entries of batch's changes into their owners' packs (cs when the round
+// read them already, otherwise, a batch a crash left, read again), then marks the packs as
+// holding batch; a change without an entry drops the marker instead, so that the next round
+// makes the packs again.
 func (s *Store) packBatch(ctx context.Context, batch string, cs []changeDoc, read bool) error {
 	if !read {
 		cur, err := s.changes.Find(ctx, bson.D{{Key: "batch", Value: batch}})
@@ -364,32 +393,73 @@ func (s *Store) packBatch(ctx context.Context, batch string, cs []changeDoc, rea
 			return fmt.Errorf("read link changes: %w", err)
 		}
 	}
-	return s.packChanges(ctx, cs)
-}
-
-// packsAreReady says whether every link stored before the packs existed is packed; once it
-// is, it stays so.
-func (s *Store) packsAreReady(ctx context.Context) (bool, error) {
-	if s.packed.Load() {
-		return true, nil
-	}
-	n, err := s.counts.CountDocuments(ctx, bson.D{{Key: "_id", Value: packsReady}})
+	foreign, err := s.packChanges(ctx, cs)
 	if err != nil {
-		return false, fmt.Errorf("read link packs state: %w", err)
-	}
-	if n > 0 {
-		s.packed.Store(true)
-	}
-	return n > 0, nil
-}
-
-// ensurePacks packs the links stored before the packs existed, once, owner by owner from
-// the links themselves; a crash before the mark starts it over. Changes recorded meanwhile
-// are folded afterwards, each only over an older revision.
-func (s *Store) ensurePacks(ctx context.Context) error {
-	if ok, err := s.packsAreReady(ctx); ok || err != nil {
 		return err
 	}
+	if foreign {
+		if _, err := s.counts.DeleteOne(ctx, bson.D{{Key: "_id", Value: packsReady}}); err != nil {
+			return fmt.Errorf("drop link packs marker: %w", err)
+		}
+		return nil
+	}
+	if _, err := s.counts.UpdateOne(ctx, bson.D{{Key: "_id", Value: packsReady}}, bson.D{{Key: "$set", Value: bson.D{{Key: "batch", Value: batch}}}}); err != nil {
+		return fmt.Errorf("mark link packs: %w", err)
+	}
+	return nil
+}
+
+// readMarker reads the packs' marker; false when they are not made.
+func (s *Store) readMarker(ctx context.Context) (markerDoc, bool, error) {
+	var m markerDoc
+	err := s.counts.FindOne(ctx, bson.D{{Key: "_id", Value: packsReady}}).Decode(&m)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return m, false, nil
+	}
+	if err != nil {
+		return m, false, fmt.Errorf("read link packs marker: %w", err)
+	}
+	return m, true, nil
+}
+
+// ensurePacks makes the packs unless they hold every batch the counters were given: when
+// there are none, and when a replica of an earlier version added a batch of its own.
+func (s *Store) ensurePacks(ctx context.Context) error {
+	m, ok, err := s.readMarker(ctx)
+	if err != nil {
+		return err
+	}
+	var added struct {
+		Batch string `bson:"batch"`
+	}
+	if err := s.counts.FindOne(ctx, bson.D{{Key: "_id", Value: countsAll}}).Decode(&added); err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return fmt.Errorf("read link counts: %w", err)
+	}
+	if ok {
+		if m.Batch == added.Batch {
+			return nil
+		}
+		// The batch a crash left half added may be the marker's.
+		var w walDoc
+		err := s.counts.FindOne(ctx, bson.D{{Key: "_id", Value: countsWAL}}).Decode(&w)
+		if err == nil && w.ID == m.Batch {
+			return nil
+		}
+		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+			return fmt.Errorf("read link counts batch: %w", err)
+		}
+		// Views read the links from here until the packs are made again.
+		if _, err := s.counts.DeleteOne(ctx, bson.D{{Key: "_id", Value: packsReady}}); err != nil {
+			return fmt.Errorf("drop link packs marker: %w", err)
+		}
+	}
+	return s.makePacks(ctx, added.Batch)
+}
+
+// makePacks makes every owner's packs from the links, then the marker, saying they hold
+// batch; a crash before the marker starts it over. Changes recorded meanwhile are folded
+// afterwards, each only over an older entry.
+func (s *Store) makePacks(ctx context.Context, batch string) error {
 	if _, err := s.packs.DeleteMany(ctx, bson.D{}); err != nil {
 		return fmt.Errorf("clear link packs: %w", err)
 	}
@@ -420,17 +490,35 @@ func (s *Store) ensurePacks(ctx context.Context) error {
 			return err
 		}
 	}
-	if _, err := s.counts.InsertOne(ctx, bson.D{{Key: "_id", Value: packsReady}, {Key: "at", Value: s.now().UTC()}}); err != nil &&
-		!mongo.IsDuplicateKeyError(err) {
-		return fmt.Errorf("mark link packs ready: %w", err)
+	m := markerDoc{Gen: bson.NewObjectID().Hex(), Batch: batch, At: s.now().UTC()}
+	if _, err := s.counts.InsertOne(ctx, bson.D{{Key: "_id", Value: packsReady}, {Key: "gen", Value: m.Gen},
+		{Key: "batch", Value: m.Batch}, {Key: "at", Value: m.At}}); err != nil {
+		return fmt.Errorf("mark link packs made: %w", err)
 	}
-	s.packed.Store(true)
 	return nil
 }
 
 // ownerLinks is every link of ownerID as of now, soft-deleted ones included and links being
-// purged not: the done changes not folded yet over the packs.
-func (s *Store) ownerLinks(ctx context.Context, ownerID string) ([]*links.Link, error) {
+// purged not: the done changes not folded yet over the packs. It says false when the packs
+// are not made, or were made again during the reads: the caller reads the links instead.
+func (s *Store) ownerLinks(ctx context.Context, ownerID string) ([]*links.Link, bool, error) {
+	before, ok, err := s.readMarker(ctx)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	out, err := s.packedLinks(ctx, ownerID)
+	if err != nil {
+		return nil, false, err
+	}
+	after, ok, err := s.readMarker(ctx)
+	if !ok || err != nil || after.Gen != before.Gen {
+		return nil, false, err
+	}
+	return out, true, nil
+}
+
+// packedLinks is ownerLinks' read.
+func (s *Store) packedLinks(ctx context.Context, ownerID string) ([]*links.Link, error) {
 	cur, err := s.changes.Find(ctx, bson.D{{Key: "owner_id", Value: ownerID}, {Key: "done", Value: true}},
 		options.Find().SetProjection(bson.D{{Key: "entry", Value: 1}}))
 	if err != nil {
@@ -458,7 +546,7 @@ func (s *Store) ownerLinks(ctx context.Context, ownerID string) ([]*links.Link, 
 			return nil, fmt.Errorf("read owner's link change: %w", err)
 		}
 		if i, ok := latest[e.ID]; ok {
-			if all[i].Rev < e.Rev {
+			if newer(e.Link, all[i].Link) {
 				all[i] = &e
 			}
 			continue
@@ -470,7 +558,7 @@ func (s *Store) ownerLinks(ctx context.Context, ownerID string) ([]*links.Link, 
 		for j := range p.links {
 			e := &p.links[j]
 			if i, ok := latest[e.ID]; ok {
-				if all[i].Rev < e.Rev {
+				if newer(e.Link, all[i].Link) {
 					all[i] = e
 				}
 				continue
@@ -487,13 +575,17 @@ func (s *Store) ownerLinks(ctx context.Context, ownerID string) ([]*links.Link, 
 	return out, nil
 }
 
-// packedQuery says whether q is an owner's view that the packs answer, once they are ready.
-func (s *Store) packedQuery(ctx context.Context, q links.ListQuery) (bool, error) {
-	if q.AnyOwner || q.IncludeDeleted || q.OwnerID == "" {
-		return false, nil
+// newer says whether a is a later state of its link than b: a later revision, or a link
+// created again under the same ID (after a purge) — a later creation.
+func newer(a, b links.Link) bool {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c > 0
 	}
-	return s.packsAreReady(ctx)
+	return a.Rev > b.Rev
 }
+
+// ownersView says whether q is an owner's view, which the packs answer once they are made.
+func ownersView(q links.ListQuery) bool { return !q.AnyOwner && !q.IncludeDeleted && q.OwnerID != "" }
 
 // selectLinks is q's links among ls (one owner's), newest first with ties in id order, as
 // listFilter selects them.

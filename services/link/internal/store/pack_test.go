@@ -67,7 +67,7 @@ func oracle(t *testing.T, s *Store, q links.ListQuery) ([]string, int64) {
 func sameAsQuery(t *testing.T, s *Store, owner string, now time.Time, when string) {
 	t.Helper()
 	ctx := context.Background()
-	if ok, err := s.packedQuery(ctx, links.ListQuery{OwnerID: owner}); !ok || err != nil {
+	if _, ok, err := s.ownerLinks(ctx, owner); !ok || err != nil {
 		t.Fatalf("%s: packs not used (%v)", when, err)
 	}
 	for _, state := range []string{links.StateAll, links.StateActive, links.StateExpired, links.StateDisabled} {
@@ -205,7 +205,7 @@ func TestOwnerPacks(t *testing.T) {
 	if err := s.FoldCounts(ctx, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.packChanges(ctx, cs); err != nil {
+	if _, err := s.packChanges(ctx, cs); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteByID(ctx, purged.ID); err != nil {
@@ -219,7 +219,7 @@ func TestOwnerPacks(t *testing.T) {
 		l.Rev = 1
 		late = append(late, s.changeOf(l, links.ClassNone))
 	}
-	if err := s.packChanges(ctx, late); err != nil {
+	if _, err := s.packChanges(ctx, late); err != nil {
 		t.Fatal(err)
 	}
 	sameAsQuery(t, s, "owner", now, "late changes")
@@ -261,13 +261,116 @@ func TestOwnerPacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := again.packedQuery(ctx, links.ListQuery{OwnerID: "owner"}); ok || err != nil {
-		t.Fatalf("packs used before they are ready: %v %v", ok, err)
+	if _, ok, err := again.ownerLinks(ctx, "owner"); ok || err != nil {
+		t.Fatalf("packs used before they are made: %v %v", ok, err)
 	}
 	if err := again.FoldCounts(ctx, now); err != nil {
 		t.Fatal(err)
 	}
 	sameAsQuery(t, again, "owner", now, "packed again from the links")
+
+	// A link created again under a purged link's ID (the same Idempotency-Key) is newer than
+	// the purge's mark, before and after its fold.
+	reborn := purged
+	reborn.CreatedAt, reborn.Purge, reborn.DeletedAt, reborn.ShortCode = now.Add(time.Minute), nil, nil, "reborn1"
+	gone := purged
+	gone.Rev, gone.Purge, gone.DeletedAt = 5, &links.PurgeMark{By: "m"}, &now
+	if _, err := again.packChanges(ctx, []changeDoc{again.changeOf(gone, links.ClassNone)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Insert(ctx, reborn); err != nil {
+		t.Fatal(err)
+	}
+	sameAsQuery(t, again, "owner", now, "a link created again, before its fold")
+	if err := again.FoldCounts(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	sameAsQuery(t, again, "owner", now, "a link created again, after its fold")
+	if got, _, _ := again.List(ctx, links.ListQuery{OwnerID: "owner", State: links.StateAll, Now: now, Contains: "reborn1", Limit: 5}); len(got) != 1 {
+		t.Fatalf("the link created again is listed %d times", len(got))
+	}
+}
+
+// An earlier version of the service, in a rolling update or after a rollback, records changes
+// without entries, and folds batches without packing them: the next fold makes the packs
+// again, and views read the links meanwhile.
+func TestPacksMadeAgainAfterAnEarlierVersion(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(ctx, testenv.Mongo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	var ls []links.Link
+	for i := range 30 {
+		ls = append(ls, links.Link{ID: fmt.Sprintf("l%d", i), ShortCode: fmt.Sprintf("code%03d", i), OwnerID: "owner",
+			DestinationURL: "https://example/", CreatedAt: now.Add(-time.Duration(i) * time.Minute), ExpiresAt: now.Add(time.Hour),
+			Status: link.StatusActive})
+	}
+	if err := s.InsertMany(ctx, ls); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FoldCounts(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	gen := func() string {
+		m, ok, err := s.readMarker(ctx)
+		if err != nil || !ok {
+			t.Fatalf("no packs marker (%v)", err)
+		}
+		return m.Gen
+	}
+	first := gen()
+	if err := s.FoldCounts(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if gen() != first {
+		t.Fatal("packs made again with nothing to make them again for")
+	}
+
+	// An earlier version deletes a link softly: its write and its change, without an entry.
+	if _, err := s.links.UpdateOne(ctx, bson.D{{Key: "_id", Value: "l3"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "deleted_at", Value: now}, {Key: "rev", Value: 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.changes.InsertOne(ctx, bson.D{{Key: "_id", Value: "l3:2"}, {Key: "link_id", Value: "l3"}, {Key: "rev", Value: 2},
+		{Key: "from", Value: "exp:1"}, {Key: "to", Value: links.ClassDeleted}, {Key: "at", Value: now}, {Key: "done", Value: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FoldCounts(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.ownerLinks(ctx, "owner"); ok || err != nil {
+		t.Fatalf("packs used after a change without an entry was folded: %v %v", ok, err)
+	}
+	if got, total, err := s.List(ctx, links.ListQuery{OwnerID: "owner", State: links.StateAll, Now: now, Limit: 50}); err != nil || total != 29 || len(got) != 29 {
+		t.Fatalf("listed %d of %d (%v) from the links, want 29", len(got), total, err)
+	}
+	if err := s.FoldCounts(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	second := gen()
+	if second == first {
+		t.Fatal("packs not made again")
+	}
+	sameAsQuery(t, s, "owner", now, "made again after a change without an entry")
+
+	// An earlier version's folder adds a batch of its own (an enable it recorded itself).
+	if _, err := s.links.UpdateOne(ctx, bson.D{{Key: "_id", Value: "l4"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "status", Value: link.StatusDisabled}, {Key: "rev", Value: 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.counts.UpdateOne(ctx, bson.D{{Key: "_id", Value: countsAll}}, bson.D{{Key: "$set", Value: bson.D{{Key: "batch", Value: "earlier"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FoldCounts(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if gen() == second {
+		t.Fatal("packs not made again after a batch they do not hold")
+	}
+	sameAsQuery(t, s, "owner", now, "made again after a batch of an earlier version")
+	if o, err := s.Overview(ctx, links.ListQuery{OwnerID: "owner", Now: now}, 5); err != nil || o.Disabled != 1 || o.Total != 29 {
+		t.Fatalf("overview %+v, %v; want 29 links, 1 disabled", o, err)
+	}
 }
 
 // The string varint readers read what encoding/binary reads, overflow and truncation included.

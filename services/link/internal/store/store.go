@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -53,11 +52,9 @@ type Store struct {
 	// changes records each write of a link with the classes it moves the link between,
 	// counts holds what the counters' folder made of them.
 	changes, counts *mongo.Collection
-	// packs holds each owner's links packed for the owner's views (see pack.go); packed
-	// says the packs are ready.
-	packs  *mongo.Collection
-	packed atomic.Bool
-	now    func() time.Time
+	// packs holds each owner's links packed for the owner's views (see pack.go).
+	packs *mongo.Collection
+	now   func() time.Time
 }
 
 // New returns a store over db after making sure its indexes exist.

@@ -327,6 +327,18 @@ func (s *Store) settleStale(ctx context.Context, now time.Time) error {
 		if err != nil && !gone {
 			return fmt.Errorf("read link revision: %w", err)
 		}
+		if gone && c.From != links.ClassNone && c.OwnerID != nil {
+			// The link was purged since: its owner's packs get the write as a purge mark,
+			// so that it never brings the link back.
+			set := bson.D{{Key: "done", Value: true}}
+			if e, ok := goneEntry(c.Entry, *c.OwnerID); ok {
+				set = append(set, bson.E{Key: "entry", Value: e})
+			}
+			if _, err := s.changes.UpdateOne(ctx, bson.D{{Key: "_id", Value: c.ID}}, bson.D{{Key: "$set", Value: set}}); err != nil {
+				return fmt.Errorf("settle link change: %w", err)
+			}
+			continue
+		}
 		if (gone && c.From != links.ClassNone) || (!gone && d.Rev >= c.Rev) {
 			s.markDone(ctx, c.ID)
 			continue
@@ -488,8 +500,12 @@ func (s *Store) backfill(ctx context.Context, now time.Time) error {
 		}
 	}
 	// The packs were made before this read: what it reflects reaches them first.
-	if _, err := s.packChanges(ctx, reflected); err != nil {
+	if foreign, err := s.packChanges(ctx, reflected); err != nil {
 		return err
+	} else if foreign {
+		if err := s.dropMarker(ctx); err != nil {
+			return err
+		}
 	}
 	for _, c := range reflected {
 		if _, err := s.changes.DeleteOne(ctx, bson.D{{Key: "_id", Value: c.ID}}); err != nil {

@@ -184,6 +184,16 @@ func readEntry(b string, ownerID string) (packed, string, error) {
 	return out, b[k:], nil
 }
 
+// goneEntry is entry (of a change) as a purge mark: the change of a link deleted since.
+func goneEntry(entry []byte, ownerID string) ([]byte, bool) {
+	e, _, err := readEntry(string(entry), ownerID)
+	if err != nil {
+		return nil, false
+	}
+	e.Purge = &links.PurgeMark{}
+	return appendEntry(nil, e.Link), true
+}
+
 // uvarint is binary.Uvarint over a string.
 func uvarint(s string) (uint64, int) {
 	var x uint64
@@ -227,7 +237,7 @@ func internStatus(s string) string {
 func decodePack(d packDoc) (*pack, error) {
 	b, err := packDecoder.DecodeAll(d.Data, nil)
 	if err != nil {
-		return nil, fmt.Errorf("read link pack %s: %w", d.ID, err)
+		return nil, fmt.Errorf("read link pack %s: %w: %w", d.ID, errBadEntry, err)
 	}
 	// One string for the pack: its links' strings are parts of it.
 	raw := string(b)
@@ -355,7 +365,7 @@ func (s *Store) packEntries(ctx context.Context, entries map[string][]packed) er
 }
 
 // packChanges writes the entries cs carry into their owners' packs; foreign says that some
-// were recorded by an earlier version, without an entry.
+// were recorded by another version, without an entry or with one this version cannot read.
 func (s *Store) packChanges(ctx context.Context, cs []changeDoc) (foreign bool, err error) {
 	entries := map[string][]packed{}
 	for _, c := range cs {
@@ -369,7 +379,8 @@ func (s *Store) packChanges(ctx context.Context, cs []changeDoc) (foreign bool, 
 		}
 		e, _, err := readEntry(string(c.Entry), owner)
 		if err != nil {
-			return false, fmt.Errorf("read link change %s: %w", c.ID, err)
+			foreign = true // another version's entry: the links tell
+			continue
 		}
 		entries[owner] = append(entries[owner], e)
 	}
@@ -394,14 +405,13 @@ func (s *Store) packBatch(ctx context.Context, batch string, cs []changeDoc, rea
 		}
 	}
 	foreign, err := s.packChanges(ctx, cs)
-	if err != nil {
+	if errors.Is(err, errBadEntry) {
+		foreign = true // a pack another version wrote: made again next round
+	} else if err != nil {
 		return err
 	}
 	if foreign {
-		if _, err := s.counts.DeleteOne(ctx, bson.D{{Key: "_id", Value: packsReady}}); err != nil {
-			return fmt.Errorf("drop link packs marker: %w", err)
-		}
-		return nil
+		return s.dropMarker(ctx)
 	}
 	if _, err := s.counts.UpdateOne(ctx, bson.D{{Key: "_id", Value: packsReady}}, bson.D{{Key: "$set", Value: bson.D{{Key: "batch", Value: batch}}}}); err != nil {
 		return fmt.Errorf("mark link packs: %w", err)
@@ -429,31 +439,56 @@ func (s *Store) ensurePacks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	added, err := s.addedBatch(ctx)
+	if err != nil {
+		return err
+	}
+	if ok {
+		holds, err := s.packsHold(ctx, m, added)
+		if holds || err != nil {
+			return err
+		}
+		// Views read the links from here until the packs are made again.
+		if err := s.dropMarker(ctx); err != nil {
+			return err
+		}
+	}
+	return s.makePacks(ctx, added)
+}
+
+// addedBatch is the last batch added to the counters ("" before the first).
+func (s *Store) addedBatch(ctx context.Context) (string, error) {
 	var added struct {
 		Batch string `bson:"batch"`
 	}
 	if err := s.counts.FindOne(ctx, bson.D{{Key: "_id", Value: countsAll}}).Decode(&added); err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-		return fmt.Errorf("read link counts: %w", err)
+		return "", fmt.Errorf("read link counts: %w", err)
 	}
-	if ok {
-		if m.Batch == added.Batch {
-			return nil
-		}
-		// The batch a crash left half added may be the marker's.
-		var w walDoc
-		err := s.counts.FindOne(ctx, bson.D{{Key: "_id", Value: countsWAL}}).Decode(&w)
-		if err == nil && w.ID == m.Batch {
-			return nil
-		}
-		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-			return fmt.Errorf("read link counts batch: %w", err)
-		}
-		// Views read the links from here until the packs are made again.
-		if _, err := s.counts.DeleteOne(ctx, bson.D{{Key: "_id", Value: packsReady}}); err != nil {
-			return fmt.Errorf("drop link packs marker: %w", err)
-		}
+	return added.Batch, nil
+}
+
+// packsHold says whether the packs m marks hold every batch added to the counters, the last
+// being added: the marker's batch is that one, or the one being added (the fold writes the
+// packs, then the marker, then the counters). Every version's fold adds a batch to the
+// counters before it deletes its changes, so packs that hold the last batch miss no change.
+func (s *Store) packsHold(ctx context.Context, m markerDoc, added string) (bool, error) {
+	if m.Batch == added {
+		return true, nil
 	}
-	return s.makePacks(ctx, added.Batch)
+	var w walDoc
+	err := s.counts.FindOne(ctx, bson.D{{Key: "_id", Value: countsWAL}}).Decode(&w)
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return false, fmt.Errorf("read link counts batch: %w", err)
+	}
+	return err == nil && w.ID == m.Batch, nil
+}
+
+// dropMarker drops the packs' marker: views read the links until the packs are made again.
+func (s *Store) dropMarker(ctx context.Context) error {
+	if _, err := s.counts.DeleteOne(ctx, bson.D{{Key: "_id", Value: packsReady}}); err != nil {
+		return fmt.Errorf("drop link packs marker: %w", err)
+	}
+	return nil
 }
 
 // makePacks makes every owner's packs from the links, then the marker, saying they hold
@@ -507,11 +542,23 @@ func (s *Store) ownerLinks(ctx context.Context, ownerID string) ([]*links.Link, 
 		return nil, false, err
 	}
 	out, err := s.packedLinks(ctx, ownerID)
+	if errors.Is(err, errBadEntry) {
+		return nil, false, nil // the fold makes the packs again
+	}
 	if err != nil {
 		return nil, false, err
 	}
 	after, ok, err := s.readMarker(ctx)
 	if !ok || err != nil || after.Gen != before.Gen {
+		return nil, false, err
+	}
+	// A fold of an earlier version (a rolling update, a rollback) may have consumed changes
+	// without packing them.
+	added, err := s.addedBatch(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if holds, err := s.packsHold(ctx, after, added); !holds || err != nil {
 		return nil, false, err
 	}
 	return out, true, nil

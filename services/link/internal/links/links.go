@@ -94,6 +94,20 @@ const (
 	StateAll      = "all"
 )
 
+// State is the state lists select l in at now: StateDisabled, StateExpired or StateActive
+// ("" for a status that is neither active nor disabled).
+func (l Link) State(now time.Time) string {
+	switch {
+	case l.Status == link.StatusDisabled:
+		return StateDisabled
+	case l.Status != link.StatusActive:
+		return ""
+	case l.Expired(now):
+		return StateExpired
+	}
+	return StateActive
+}
+
 // ListQuery selects a page of links, newest first: one owner's live (not soft-deleted)
 // links, or, for moderators, anyone's.
 type ListQuery struct {

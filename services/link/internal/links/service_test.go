@@ -102,10 +102,10 @@ func (s *fakeStore) Overview(ctx context.Context, q ListQuery, n int64) (Overvie
 	all, total, err := s.List(ctx, q)
 	o := Overview{Total: total, Newest: all[:min(int64(len(all)), n)]}
 	for _, l := range all {
-		switch {
-		case l.Status == link.StatusDisabled:
+		switch l.State(q.Now) {
+		case StateDisabled:
 			o.Disabled++
-		case l.Expired(q.Now):
+		case StateExpired:
 			o.Expired++
 		}
 	}

@@ -134,9 +134,7 @@ func (s *Store) apply(ctx context.Context, filter bson.D, change func(*links.Lin
 			time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
 			continue
 		}
-		next := toDoc(after)
-		next.Rev = d.Rev + 1
-		res, err := s.links.ReplaceOne(ctx, bson.D{{Key: "_id", Value: d.ID}, revIs(d.Rev)}, next)
+		res, err := s.links.ReplaceOne(ctx, bson.D{{Key: "_id", Value: d.ID}, revIs(d.Rev)}, toDoc(after))
 		if err != nil {
 			// The write may have happened (a deadline, a lost answer): the change stays
 			// undone, and the folder settles it from the link's revision.
@@ -173,11 +171,10 @@ type walDoc struct {
 	ID   string                      `bson:"id"`
 	All  map[string]int64            `bson:"all"`
 	Days map[string]map[string]int64 `bson:"days"`
-	// n is how many changes the batch holds; changes are they, when read (a batch a crash
-	// left is read again for its entries).
+	// n is how many changes the batch holds, changes the changes themselves; a batch a
+	// crash left has none read, and is read again for its entries.
 	n       int
 	changes []changeDoc
-	read    bool
 }
 
 // CountStates reads the counters as the fold left them; 503-worthy links.ErrCountsNotReady
@@ -261,7 +258,7 @@ func ExpiredThrough(now time.Time) int64 { return links.ExpiryMinute(now) - 1 }
 // write happened into a new batch. Each step is a query over the changes, none a lookup per
 // change: FerretDB answers a lookup by reading every document of its collection.
 func (s *Store) nextBatch(ctx context.Context, through int64, now time.Time) (walDoc, error) {
-	w := walDoc{ID: bson.NewObjectID().Hex(), All: map[string]int64{}, Days: map[string]map[string]int64{}, read: true}
+	w := walDoc{ID: bson.NewObjectID().Hex(), All: map[string]int64{}, Days: map[string]map[string]int64{}}
 	if err := s.settleStale(ctx, now); err != nil {
 		return w, err
 	}
@@ -295,9 +292,7 @@ func (s *Store) nextBatch(ctx context.Context, through int64, now time.Time) (wa
 		w.add(c.From, -1, through)
 		w.add(c.To, 1, through)
 		w.n++
-		if c.OwnerID == nil || *c.OwnerID != "" {
-			w.changes = append(w.changes, c)
-		}
+		w.changes = append(w.changes, c)
 	}
 	if err := cur.Err(); err != nil {
 		return w, fmt.Errorf("read link changes: %w", err)
@@ -327,11 +322,11 @@ func (s *Store) settleStale(ctx context.Context, now time.Time) error {
 		if err != nil && !gone {
 			return fmt.Errorf("read link revision: %w", err)
 		}
-		if gone && c.From != links.ClassNone && c.OwnerID != nil {
-			// The link was purged since: its owner's packs get the write as a purge mark,
-			// so that it never brings the link back.
+		if gone && c.From != links.ClassNone {
+			// The link was purged since: an owner's packs get the write as a purge mark, so
+			// that it never brings the link back.
 			set := bson.D{{Key: "done", Value: true}}
-			if e, ok := goneEntry(c.Entry, *c.OwnerID); ok {
+			if e, ok := goneEntry(c); ok {
 				set = append(set, bson.E{Key: "entry", Value: e})
 			}
 			if _, err := s.changes.UpdateOne(ctx, bson.D{{Key: "_id", Value: c.ID}}, bson.D{{Key: "$set", Value: set}}); err != nil {
@@ -339,7 +334,7 @@ func (s *Store) settleStale(ctx context.Context, now time.Time) error {
 			}
 			continue
 		}
-		if (gone && c.From != links.ClassNone) || (!gone && d.Rev >= c.Rev) {
+		if !gone && d.Rev >= c.Rev {
 			s.markDone(ctx, c.ID)
 			continue
 		}
@@ -377,7 +372,7 @@ func dayID(day int64) string { return "day:" + strconv.FormatInt(day, 10) }
 // document once (it records the batch it last took), then deletes w's changes and w itself.
 // A crash half way is finished by the next round.
 func (s *Store) addBatch(ctx context.Context, w walDoc) error {
-	if err := s.packBatch(ctx, w.ID, w.changes, w.read); err != nil {
+	if err := s.packBatch(ctx, w.ID, w.changes); err != nil {
 		return err
 	}
 	for day, minutes := range w.Days {

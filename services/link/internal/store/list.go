@@ -74,12 +74,10 @@ func (s *Store) Overview(ctx context.Context, q links.ListQuery, n int64) (links
 	live := selectLinks(all, q)
 	out.Total = int64(len(live))
 	for _, l := range live {
-		q.State = links.StateExpired
-		if matches(l, q) {
+		switch l.State(q.Now) {
+		case links.StateExpired:
 			out.Expired++
-		}
-		q.State = links.StateDisabled
-		if matches(l, q) {
+		case links.StateDisabled:
 			out.Disabled++
 		}
 	}

@@ -79,19 +79,16 @@ type packDoc struct {
 	Data    []byte `bson:"data"`
 }
 
-// pack is a pack read back: its links, purge marks included.
+// pack is a pack read back: its links, the marks of purged ones included (their Purge set),
+// kept so that no late change of a purged link brings it back.
 type pack struct {
 	doc   packDoc
-	links []packed
+	links []links.Link
 	dirty bool
 }
 
-// packed is a link in a pack; gone marks a link being purged, kept so that no late change
-// of it brings it back.
-type packed struct {
-	links.Link
-	gone bool
-}
+// goneMark is the Purge of a link read back as a purge mark: an entry keeps no more of it.
+var goneMark = &links.PurgeMark{}
 
 var (
 	// zstd's encoder and decoder are safe for concurrent EncodeAll and DecodeAll calls.
@@ -137,9 +134,9 @@ var errBadEntry = errors.New("bad link entry")
 const minEntry = 48
 
 // readEntry reads the entry at the start of b and returns the rest; ownerID is whose it is.
-// The link's strings share b's memory.
-func readEntry(b string, ownerID string) (packed, string, error) {
-	var out packed
+// The link's strings share b's memory; a purge mark reads with Purge goneMark.
+func readEntry(b string, ownerID string) (links.Link, string, error) {
+	var out links.Link
 	if len(b) == 0 || b[0] != entryFormat {
 		return out, "", errBadEntry
 	}
@@ -173,25 +170,31 @@ func readEntry(b string, ownerID string) (packed, string, error) {
 	if k <= 0 {
 		return out, "", errBadEntry
 	}
-	out.Link = links.Link{ID: fields[0], ShortCode: fields[1], DestinationURL: fields[2], Status: internStatus(fields[3]),
+	out = links.Link{ID: fields[0], ShortCode: fields[1], DestinationURL: fields[2], Status: internStatus(fields[3]),
 		OwnerID: ownerID, AutoRenew: flags&flagAutoRenew != 0, CreatedAt: time.UnixMilli(times[0]).UTC(),
 		ExpiresAt: time.UnixMilli(times[1]).UTC(), Rev: rev}
 	if flags&flagDeleted != 0 {
 		at := time.UnixMilli(times[2]).UTC()
 		out.DeletedAt = &at
 	}
-	out.gone = flags&flagGone != 0
+	if flags&flagGone != 0 {
+		out.Purge = goneMark
+	}
 	return out, b[k:], nil
 }
 
-// goneEntry is entry (of a change) as a purge mark: the change of a link deleted since.
-func goneEntry(entry []byte, ownerID string) ([]byte, bool) {
-	e, _, err := readEntry(string(entry), ownerID)
+// goneEntry is c's entry as a purge mark, for a change settled after its link was purged;
+// false when c carries no entry this version reads.
+func goneEntry(c changeDoc) ([]byte, bool) {
+	if c.OwnerID == nil {
+		return nil, false
+	}
+	e, _, err := readEntry(string(c.Entry), *c.OwnerID)
 	if err != nil {
 		return nil, false
 	}
-	e.Purge = &links.PurgeMark{}
-	return appendEntry(nil, e.Link), true
+	e.Purge = goneMark
+	return appendEntry(nil, e), true
 }
 
 // uvarint is binary.Uvarint over a string.
@@ -241,9 +244,9 @@ func decodePack(d packDoc) (*pack, error) {
 	}
 	// One string for the pack: its links' strings are parts of it.
 	raw := string(b)
-	p := &pack{doc: d, links: make([]packed, 0, min(packSize, len(raw)/minEntry+1))}
+	p := &pack{doc: d, links: make([]links.Link, 0, min(packSize, len(raw)/minEntry+1))}
 	for len(raw) > 0 {
-		var e packed
+		var e links.Link
 		if e, raw, err = readEntry(raw, d.OwnerID); err != nil {
 			return nil, fmt.Errorf("read link pack %s: %w", d.ID, err)
 		}
@@ -256,11 +259,7 @@ func decodePack(d packDoc) (*pack, error) {
 // encode is p's entries, compressed.
 func (p *pack) encode() []byte {
 	var raw []byte
-	for _, e := range p.links {
-		l := e.Link
-		if e.gone && l.Purge == nil {
-			l.Purge = &links.PurgeMark{}
-		}
+	for _, l := range p.links {
 		raw = appendEntry(raw, l)
 	}
 	return packEncoder.EncodeAll(raw, nil)
@@ -318,8 +317,8 @@ func (s *Store) writePacks(ctx context.Context, ps []*pack) error {
 }
 
 // packEntries writes entries, each an owner's link as a change left it, into their owners'
-// packs, keeping each link's highest revision.
-func (s *Store) packEntries(ctx context.Context, entries map[string][]packed) error {
+// packs.
+func (s *Store) packEntries(ctx context.Context, entries map[string][]links.Link) error {
 	owners := make([]string, 0, len(entries))
 	for o := range entries {
 		owners = append(owners, o)
@@ -330,44 +329,52 @@ func (s *Store) packEntries(ctx context.Context, entries map[string][]packed) er
 		if err != nil {
 			return err
 		}
-		type at struct{ p, i int }
-		where := map[string]at{}
-		for pi, p := range ps {
-			for i, e := range p.links {
-				where[e.ID] = at{pi, i}
-			}
-		}
-		for _, e := range entries[owner] {
-			if w, ok := where[e.ID]; ok {
-				p := ps[w.p]
-				if !newer(e.Link, p.links[w.i].Link) {
-					continue
-				}
-				p.links[w.i], p.dirty = e, true
-				continue
-			}
-			if len(ps) == 0 || len(ps[len(ps)-1].links) >= packSize {
-				seq := len(ps)
-				if seq > 0 {
-					seq = ps[len(ps)-1].doc.Seq + 1
-				}
-				ps = append(ps, &pack{doc: packDoc{ID: fmt.Sprintf("%s/%06d", owner, seq), OwnerID: owner, Seq: seq}})
-			}
-			p := ps[len(ps)-1]
-			p.links, p.dirty = append(p.links, e), true
-			where[e.ID] = at{len(ps) - 1, len(p.links) - 1}
-		}
-		if err := s.writePacks(ctx, ps); err != nil {
+		if err := s.writePacks(ctx, merge(ps, owner, entries[owner])); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// merge puts entries into owner's packs ps: each over its link's entry unless that one is
+// newer, a link not in them at the end of the last pack (a new one past packSize). It
+// returns the packs, those it changed marked dirty.
+func merge(ps []*pack, owner string, entries []links.Link) []*pack {
+	if len(entries) == 0 {
+		return ps // a view with no change waiting: no index of the packs to build
+	}
+	type at struct{ p, i int }
+	where := map[string]at{}
+	for pi, p := range ps {
+		for i, l := range p.links {
+			where[l.ID] = at{pi, i}
+		}
+	}
+	for _, e := range entries {
+		if w, ok := where[e.ID]; ok {
+			if p := ps[w.p]; newer(e, p.links[w.i]) {
+				p.links[w.i], p.dirty = e, true
+			}
+			continue
+		}
+		if len(ps) == 0 || len(ps[len(ps)-1].links) >= packSize {
+			seq := 0
+			if len(ps) > 0 {
+				seq = ps[len(ps)-1].doc.Seq + 1
+			}
+			ps = append(ps, &pack{doc: packDoc{ID: fmt.Sprintf("%s/%06d", owner, seq), OwnerID: owner, Seq: seq}})
+		}
+		p := ps[len(ps)-1]
+		p.links, p.dirty = append(p.links, e), true
+		where[e.ID] = at{len(ps) - 1, len(p.links) - 1}
+	}
+	return ps
+}
+
 // packChanges writes the entries cs carry into their owners' packs; foreign says that some
 // were recorded by another version, without an entry or with one this version cannot read.
 func (s *Store) packChanges(ctx context.Context, cs []changeDoc) (foreign bool, err error) {
-	entries := map[string][]packed{}
+	entries := map[string][]links.Link{}
 	for _, c := range cs {
 		if c.OwnerID == nil {
 			foreign = true
@@ -391,11 +398,11 @@ func (s *Store) packChanges(ctx context.Context, cs []changeDoc) (foreign bool, 
 }
 
 // packBatch writes the entries of batch's changes into their owners' packs (cs when the round
-// read them already, otherwise, a batch a crash left, read again), then marks the packs as
+// read them already; a batch a crash left, none read, is read again), then marks the packs as
 // holding batch; a change without an entry drops the marker instead, so that the next round
 // makes the packs again.
-func (s *Store) packBatch(ctx context.Context, batch string, cs []changeDoc, read bool) error {
-	if !read {
+func (s *Store) packBatch(ctx context.Context, batch string, cs []changeDoc) error {
+	if cs == nil {
 		cur, err := s.changes.Find(ctx, bson.D{{Key: "batch", Value: batch}})
 		if err != nil {
 			return fmt.Errorf("read link changes: %w", err)
@@ -435,25 +442,30 @@ func (s *Store) readMarker(ctx context.Context) (markerDoc, bool, error) {
 // ensurePacks makes the packs unless they hold every batch the counters were given: when
 // there are none, and when a replica of an earlier version added a batch of its own.
 func (s *Store) ensurePacks(ctx context.Context) error {
-	m, ok, err := s.readMarker(ctx)
-	if err != nil {
+	_, found, holds, added, err := s.currentMarker(ctx)
+	if holds || err != nil {
 		return err
 	}
-	added, err := s.addedBatch(ctx)
-	if err != nil {
-		return err
-	}
-	if ok {
-		holds, err := s.packsHold(ctx, m, added)
-		if holds || err != nil {
-			return err
-		}
+	if found {
 		// Views read the links from here until the packs are made again.
 		if err := s.dropMarker(ctx); err != nil {
 			return err
 		}
 	}
 	return s.makePacks(ctx, added)
+}
+
+// currentMarker reads the packs' marker (found), whether the packs hold every batch added
+// to the counters (holds), and the last batch added.
+func (s *Store) currentMarker(ctx context.Context) (m markerDoc, found, holds bool, added string, err error) {
+	if m, found, err = s.readMarker(ctx); err != nil {
+		return m, false, false, "", err
+	}
+	if added, err = s.addedBatch(ctx); err != nil || !found {
+		return m, found, false, added, err
+	}
+	holds, err = s.packsHold(ctx, m, added)
+	return m, found, holds, added, err
 }
 
 // addedBatch is the last batch added to the counters ("" before the first).
@@ -516,12 +528,11 @@ func (s *Store) makePacks(ctx context.Context, batch string) error {
 		if err := cur.All(ctx, &docs); err != nil {
 			return fmt.Errorf("read owner's links: %w", err)
 		}
-		entries := make([]packed, 0, len(docs))
+		entries := make([]links.Link, 0, len(docs))
 		for _, d := range docs {
-			l := fromDoc(d)
-			entries = append(entries, packed{Link: l, gone: l.Purge != nil})
+			entries = append(entries, fromDoc(d))
 		}
-		if err := s.packEntries(ctx, map[string][]packed{owner: entries}); err != nil {
+		if err := s.packEntries(ctx, map[string][]links.Link{owner: entries}); err != nil {
 			return err
 		}
 	}
@@ -548,17 +559,10 @@ func (s *Store) ownerLinks(ctx context.Context, ownerID string) ([]*links.Link, 
 	if err != nil {
 		return nil, false, err
 	}
-	after, ok, err := s.readMarker(ctx)
-	if !ok || err != nil || after.Gen != before.Gen {
-		return nil, false, err
-	}
-	// A fold of an earlier version (a rolling update, a rollback) may have consumed changes
-	// without packing them.
-	added, err := s.addedBatch(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	if holds, err := s.packsHold(ctx, after, added); !holds || err != nil {
+	// Not made again meanwhile, and no fold of an earlier version (a rolling update, a
+	// rollback) consumed changes without packing them.
+	after, _, holds, _, err := s.currentMarker(ctx)
+	if !holds || err != nil || after.Gen != before.Gen {
 		return nil, false, err
 	}
 	return out, true, nil
@@ -577,46 +581,29 @@ func (s *Store) packedLinks(ctx context.Context, ownerID string) ([]*links.Link,
 	if err := cur.All(ctx, &pending); err != nil {
 		return nil, fmt.Errorf("read owner's link changes: %w", err)
 	}
-	ps, err := s.readPacks(ctx, ownerID)
-	if err != nil {
-		return nil, err
-	}
-	n := len(pending)
-	for _, p := range ps {
-		n += len(p.links)
-	}
-	latest := make(map[string]int, len(pending))
-	all := make([]*packed, 0, n)
+	entries := make([]links.Link, 0, len(pending))
 	for _, c := range pending {
 		e, _, err := readEntry(string(c.Entry), ownerID)
 		if err != nil {
 			return nil, fmt.Errorf("read owner's link change: %w", err)
 		}
-		if i, ok := latest[e.ID]; ok {
-			if newer(e.Link, all[i].Link) {
-				all[i] = &e
-			}
-			continue
-		}
-		latest[e.ID] = len(all)
-		all = append(all, &e)
+		entries = append(entries, e)
 	}
+	ps, err := s.readPacks(ctx, ownerID)
+	if err != nil {
+		return nil, err
+	}
+	ps = merge(ps, ownerID, entries)
+	n := 0
 	for _, p := range ps {
-		for j := range p.links {
-			e := &p.links[j]
-			if i, ok := latest[e.ID]; ok {
-				if newer(e.Link, all[i].Link) {
-					all[i] = e
-				}
-				continue
-			}
-			all = append(all, e)
-		}
+		n += len(p.links)
 	}
-	out := make([]*links.Link, 0, len(all))
-	for _, e := range all {
-		if !e.gone {
-			out = append(out, &e.Link)
+	out := make([]*links.Link, 0, n)
+	for _, p := range ps {
+		for i := range p.links {
+			if p.links[i].Purge == nil {
+				out = append(out, &p.links[i])
+			}
 		}
 	}
 	return out, nil
@@ -657,18 +644,9 @@ func matches(l *links.Link, q links.ListQuery) bool {
 	if l.DeletedAt != nil && !q.IncludeDeleted {
 		return false
 	}
-	notExpired := l.AutoRenew || l.ExpiresAt.After(q.Now)
 	switch q.State {
-	case links.StateDisabled:
-		if l.Status != link.StatusDisabled {
-			return false
-		}
-	case links.StateActive:
-		if l.Status != link.StatusActive || !notExpired {
-			return false
-		}
-	case links.StateExpired:
-		if l.Status != link.StatusActive || notExpired {
+	case links.StateActive, links.StateExpired, links.StateDisabled:
+		if l.State(q.Now) != q.State {
 			return false
 		}
 	}

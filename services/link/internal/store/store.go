@@ -108,16 +108,14 @@ func afterwards(ctx context.Context) (context.Context, context.CancelFunc) {
 // first would cost a third write (the mark). A process that dies between the two writes
 // leaves that one link out of the counters.
 func (s *Store) Insert(ctx context.Context, l links.Link) error {
-	d := toDoc(l)
-	d.Rev = 1
-	_, err := s.links.InsertOne(ctx, d)
+	l.Rev = 1
+	_, err := s.links.InsertOne(ctx, toDoc(l))
 	if mongo.IsDuplicateKeyError(err) {
 		return links.ErrCodeTaken
 	}
 	if err != nil {
 		return fmt.Errorf("insert link: %w", err)
 	}
-	l.Rev = 1
 	c := s.changeOf(l, links.ClassNone)
 	c.Done = true
 	// The link is stored: its change is recorded even if the caller stops waiting now.
@@ -135,12 +133,10 @@ func (s *Store) InsertMany(ctx context.Context, ls []links.Link) error {
 	load := bson.NewObjectID().Hex()
 	docs, changes := make([]any, len(ls)), make([]any, len(ls))
 	for i, l := range ls {
-		d := toDoc(l)
-		d.Rev = 1
 		l.Rev = 1
 		c := s.changeOf(l, links.ClassNone)
 		c.Load = load
-		docs[i], changes[i] = d, c
+		docs[i], changes[i] = toDoc(l), c
 	}
 	if _, err := s.changes.InsertMany(ctx, changes); err != nil {
 		return fmt.Errorf("record link changes: %w", err)
@@ -247,7 +243,7 @@ func live() bson.E { return bson.E{Key: "deleted_at", Value: bson.D{{Key: "$exis
 func toDoc(l links.Link) doc {
 	d := doc{ID: l.ID, ShortCode: l.ShortCode, DestinationURL: l.DestinationURL, OwnerID: l.OwnerID,
 		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt, Status: l.Status, AutoRenew: autoRenew(l.AutoRenew),
-		DisabledReason: l.DisabledReason, Request: l.Request}
+		DisabledReason: l.DisabledReason, Rev: l.Rev, Request: l.Request}
 	if m := l.Purge; m != nil {
 		d.Purge = &purgeDoc{By: m.By, Role: m.Role, IPHash: m.IPHash, UserAgent: m.UserAgent, At: m.At}
 	}

@@ -182,7 +182,7 @@ func run(ctx context.Context, o opts) error {
 		}
 		if err == nil {
 			_, err = sChanges.InsertOne(ctx, bson.D{{Key: "_id", Value: id + ":1"}, {Key: "link_id", Value: id}, {Key: "rev", Value: 1},
-				{Key: "from", Value: ""}, {Key: "to", Value: "active"}, {Key: "at", Value: now}, {Key: "done", Value: true}})
+				{Key: "from", Value: ""}, {Key: "to", Value: "active"}, {Key: "at", Value: now}, {Key: "done", Value: true}, {Key: "owner_id", Value: ""}})
 		}
 		return time.Since(t0), err
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/linkmesh/linkmesh/pkg/logging"
 )
 
 // FerretDB v1 keeps each collection in a PostgreSQL table of jsonb documents and makes each
@@ -70,14 +72,15 @@ func (x *indexer) run(ctx context.Context) {
 	defer x.pool.Close()
 	t := time.NewTicker(indexerPeriod)
 	defer t.Stop()
-	var logged time.Time
+	failures := logging.Limiter{Every: time.Minute}
 	for {
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
 		err := x.sync(rctx)
 		cancel()
-		if err != nil && ctx.Err() == nil && time.Since(logged) > time.Minute {
-			x.log.Warn("gin companion indexes not in step", "err", err)
-			logged = time.Now()
+		if err != nil && ctx.Err() == nil {
+			if ok, suppressed := failures.Allow(time.Now()); ok {
+				x.log.Warn("gin companion indexes not in step", "err", err, "suppressed", suppressed)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -114,7 +117,7 @@ func (x *indexer) sync(ctx context.Context) error {
 	bases := map[string]bool{}  // schema.name of every index that is no companion
 	marked := map[string]bool{} // schema.name of every companion
 	for _, i := range all {
-		if _, ok := strings.CutPrefix(i.comment, companionMark); ok {
+		if strings.HasPrefix(i.comment, companionMark) {
 			marked[i.schema+"."+i.name] = true
 		} else {
 			bases[i.schema+"."+i.name] = true

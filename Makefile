@@ -5,6 +5,9 @@ MODULES  := pkg $(addprefix services/,$(SERVICES)) tests
 BIN      := $(CURDIR)/bin
 DATA     ?= $(CURDIR)/.linkmesh
 GO       ?= go
+# A folder holding the store's pinned source archives (deploy/local/install-store.sh); without
+# one, the script fetches the pinned commits from upstream.
+STORE_MIRROR ?= $(wildcard $(CURDIR)/../shared/vendor)
 # Pinned chart tools and offline Kubernetes schemas (deploy/tools/install.sh).
 TOOLS    := $(CURDIR)/.tools
 # The Go tests of tests/chart run inside chart-check, except under `make test`, where test-go
@@ -17,8 +20,9 @@ CHART_GO_TESTS ?= 1
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: ## Install what local runs and tests need (redis-server, PostgreSQL, wrk, curl, CA certificates and openssl) if missing
+deps: ## Install what local runs and tests need (redis-server, PostgreSQL 15 with DocumentDB built once from pinned sources, wrk, curl, openssl) if missing
 	@deploy/local/install-deps.sh
+	@deploy/local/install-store.sh $(DATA)/store-build $(STORE_MIRROR)
 
 build: ## Build every service and the local tools into ./bin
 	@mkdir -p $(BIN)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # install-deps.sh ensures this machine has what local runs and tests need:
-# redis-server, the PostgreSQL server binaries (initdb/postgres, used under
-# FerretDB as the MongoDB wire-protocol server), wrk (for benchmarks), and curl with
-# the CA certificates (to fetch the GeoIP database), and openssl (the chart test
-# makes internal keys the way the chart's README tells operators to).
+# redis-server, wrk (for benchmarks), and curl with the CA certificates (to fetch
+# the GeoIP database), and openssl (the chart test makes internal keys the way the
+# chart's README tells operators to). The MongoDB wire-protocol store (PostgreSQL
+# with DocumentDB) is install-store.sh's.
 #
 # It is idempotent: it installs only what is missing, runs apt-get update at
 # most once, and prints one line per tool.
@@ -55,22 +55,6 @@ find_binary() {
 	return 1
 }
 
-# find_initdb prints the newest initdb: PATH first, then /usr/lib/postgresql/*/bin.
-# Debian keeps server binaries out of PATH, hence the versioned directories.
-find_initdb() {
-	if command -v initdb >/dev/null 2>&1; then
-		command -v initdb
-		return 0
-	fi
-	local newest
-	newest="$(ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -n 1 || true)"
-	if [[ -n "$newest" && -x "$newest" ]]; then
-		echo "$newest"
-		return 0
-	fi
-	return 1
-}
-
 # ensure checks for a tool with the given finder and installs its package if
 # the finder fails.
 ensure() {
@@ -99,7 +83,6 @@ find_openssl() { find_binary openssl; }
 
 ensure redis-server redis-server find_redis
 ensure redis-cli redis-tools find_redis_cli
-ensure initdb postgresql find_initdb
 ensure wrk wrk find_wrk
 ensure curl curl find_curl
 ensure ca-certificates ca-certificates find_cacerts

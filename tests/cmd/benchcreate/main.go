@@ -158,9 +158,6 @@ func run(ctx context.Context, o opts) error {
 	if err := b.DB("scratch").CreateCollection(ctx, "inserts"); err != nil {
 		return err
 	}
-	if err := b.Datastores.IndexesInStep(ctx); err != nil {
-		return err
-	}
 	creationOps := func(ctx context.Context) (time.Duration, error) {
 		n := seq.Add(1)
 		t0 := time.Now()

@@ -32,9 +32,6 @@ func clickStoreCeiling(ctx context.Context, b *stack.Bench, bareRPS float64) err
 	if err := stack.CopyIndexes(ctx, src, coll); err != nil {
 		return err
 	}
-	if err := b.Datastores.IndexesInStep(ctx); err != nil {
-		return err
-	}
 	var n atomic.Int64
 	var firstErr error
 	var once sync.Once

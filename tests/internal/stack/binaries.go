@@ -5,8 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 )
 
 // lookBinary finds a system binary in PATH, then /usr/bin and /usr/sbin
@@ -24,38 +22,15 @@ func lookBinary(name string) (string, error) {
 	return "", fmt.Errorf("%s not found in PATH, /usr/bin or /usr/sbin; %s", name, installHint)
 }
 
-// postgresBinDir returns the directory holding initdb and postgres: the one in
-// PATH if both are there, else the newest /usr/lib/postgresql/<version>/bin,
-// where Debian installs server binaries outside PATH.
+// postgresBinDir returns the directory holding initdb and postgres of the PostgreSQL release
+// the store's DocumentDB extension is built for (deploy/local/install-store.sh), where
+// Debian installs server binaries outside PATH.
 func postgresBinDir() (string, error) {
-	if p, err := exec.LookPath("postgres"); err == nil {
-		dir := filepath.Dir(p)
-		if isExecutable(filepath.Join(dir, "initdb")) {
-			return dir, nil
-		}
+	dir := filepath.Join("/usr/lib/postgresql", postgresMajor, "bin")
+	if !isExecutable(filepath.Join(dir, "postgres")) || !isExecutable(filepath.Join(dir, "initdb")) {
+		return "", fmt.Errorf("PostgreSQL %s not found in %s; %s", postgresMajor, dir, installHint)
 	}
-	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	type candidate struct {
-		dir     string
-		version float64
-	}
-	var found []candidate
-	for _, dir := range matches {
-		if !isExecutable(filepath.Join(dir, "postgres")) || !isExecutable(filepath.Join(dir, "initdb")) {
-			continue
-		}
-		// Versions are "15" or "9.6"; parse numerically so 15 sorts after 9.6.
-		v, err := strconv.ParseFloat(filepath.Base(filepath.Dir(dir)), 64)
-		if err != nil {
-			continue
-		}
-		found = append(found, candidate{dir: dir, version: v})
-	}
-	if len(found) == 0 {
-		return "", fmt.Errorf("postgres and initdb not found in PATH or /usr/lib/postgresql/*/bin; %s", installHint)
-	}
-	sort.Slice(found, func(i, j int) bool { return found[i].version > found[j].version })
-	return found[0].dir, nil
+	return dir, nil
 }
 
 // isExecutable reports whether path is a regular file with an execute bit.

@@ -18,7 +18,7 @@ import (
 )
 
 // Datastores are a running Redis server and a MongoDB wire-protocol server
-// (FerretDB on PostgreSQL).
+// (FerretDB v2 on PostgreSQL with DocumentDB).
 type Datastores struct {
 	MongoURI    string // mongodb://127.0.0.1:<port>/; empty if Mongo was skipped
 	RedisURL    string // redis://127.0.0.1:<port>/0; empty if Redis was skipped
@@ -113,7 +113,7 @@ func (d *Datastores) startMongo(ctx context.Context, dir, logsDir string) error 
 	d.logger.Info("postgres ready", "url", d.PostgresURL, "pid", pg.pid(), "took", time.Since(start).Round(time.Millisecond))
 
 	start = time.Now()
-	ferret, err := startFerretDB(ctx, d.PostgresURL, logsDir, "")
+	ferret, err := startFerretDB(ctx, d.PostgresURL, dir, logsDir, "")
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func (d *Datastores) StartMongoAgain(ctx context.Context) error {
 		return err
 	}
 	d.postgres = pg
-	ferret, err := startFerretDB(ctx, d.PostgresURL, d.LogDir, net.JoinHostPort("127.0.0.1", strconv.Itoa(mongoPort)))
+	ferret, err := startFerretDB(ctx, d.PostgresURL, d.Dir, d.LogDir, net.JoinHostPort("127.0.0.1", strconv.Itoa(mongoPort)))
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/FerretDB/FerretDB/ferretdb"
+	"github.com/FerretDB/FerretDB/v2/ferretdb"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
@@ -17,23 +17,20 @@ import (
 // clients a few seconds to disconnect.
 const ferretStopTimeout = 15 * time.Second
 
-// ferretServer is FerretDB embedded in our process, serving the MongoDB wire
-// protocol on top of PostgreSQL. Embedding avoids a separate binary (the
-// module's ferretdb command does not run here) and a process to manage.
+// ferretServer is FerretDB v2 embedded in our process, serving the MongoDB wire protocol
+// over PostgreSQL with the DocumentDB extension, which runs every query and update inside
+// PostgreSQL. Embedding avoids a separate binary and a process to manage.
 type ferretServer struct {
-	uri    string
-	cancel context.CancelFunc
-	done   chan struct{} // closed when Run returns
-	// indexer keeps GIN companions of FerretDB's indexes (see ferretindex.go); indexerDone
-	// is closed once it has stopped.
-	indexer     *indexer
-	indexerDone chan struct{}
-	logFile     *os.File
+	uri     string
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when Run returns
+	logFile *os.File
 }
 
 // startFerretDB starts FerretDB on addr (a free loopback port when empty) against pgURL
-// and waits until a MongoDB ping succeeds. Its logs go to logsDir/ferretdb.log.
-func startFerretDB(ctx context.Context, pgURL, logsDir, addr string) (*ferretServer, error) {
+// and waits until a MongoDB ping succeeds. Its logs go to logsDir/ferretdb.log, its state
+// file to dir/ferretdb.
+func startFerretDB(ctx context.Context, pgURL, dir, logsDir, addr string) (*ferretServer, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0" // the kernel picks: FerretDB binds in New, so no race
 	}
@@ -46,23 +43,30 @@ func startFerretDB(ctx context.Context, pgURL, logsDir, addr string) (*ferretSer
 	if fi, err := logFile.Stat(); err == nil {
 		offset = fi.Size()
 	}
-	logger := slog.New(slog.NewJSONHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:      ferretdb.ListenerConfig{TCP: addr},
-		Handler:       "postgresql",
-		PostgreSQLURL: pgURL,
-		Logger:        logger,
-	})
-	if err != nil {
+	stateDir := filepath.Join(dir, "ferretdb")
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start ferretdb: %w", err)
 	}
-	// The server must outlive ctx, which only bounds startup; Stop ends it.
+	telemetry := false // nothing leaves the machine
+	f, err := ferretdb.New(&ferretdb.Config{
+		PostgreSQLURL: pgURL,
+		ListenAddr:    addr,
+		StateDir:      stateDir,
+		LogLevel:      slog.LevelWarn,
+		LogOutput:     logFile,
+		Telemetry:     &telemetry,
+	})
+	if err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start ferretdb: %w\n--- last lines of %s ---\n%s", err, logPath, logTail(logPath, offset, 4096))
+	}
+	// The server must outlive ctx, which only bounds startup; stop ends it.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s := &ferretServer{cancel: cancel, done: make(chan struct{}), logFile: logFile}
 	go func() {
 		defer close(s.done)
-		_ = f.Run(runCtx)
+		f.Run(runCtx)
 	}()
 	s.uri = f.MongoDBURI()
 
@@ -72,16 +76,6 @@ func startFerretDB(ctx context.Context, pgURL, logsDir, addr string) (*ferretSer
 		s.stop()
 		return nil, fmt.Errorf("start ferretdb: %w\n--- last lines of %s ---\n%s", err, logPath, logTail(logPath, offset, 4096))
 	}
-	x, err := startIndexer(readyCtx, pgURL, logger.With("component", "indexer"))
-	if err != nil {
-		s.stop()
-		return nil, err
-	}
-	s.indexer, s.indexerDone = x, make(chan struct{})
-	go func() {
-		defer close(s.indexerDone)
-		x.run(runCtx)
-	}()
 	return s, nil
 }
 
@@ -116,12 +110,6 @@ func (s *ferretServer) stop() {
 	select {
 	case <-s.done:
 	case <-time.After(ferretStopTimeout):
-	}
-	if s.indexerDone != nil {
-		select { // its statements end with the server's context
-		case <-s.indexerDone:
-		case <-time.After(ferretStopTimeout):
-		}
 	}
 	s.logFile.Close()
 }

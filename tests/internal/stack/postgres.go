@@ -36,6 +36,9 @@ func startPostgres(ctx context.Context, dir, logsDir string, fixed int, logger *
 		return nil, 0, err
 	}
 	dataDir := filepath.Join(dir, "postgres")
+	if err := setAsideOldStore(dataDir, logger); err != nil {
+		return nil, 0, err
+	}
 	if err := initPostgres(ctx, binDir, dataDir, logsDir, owner, logger); err != nil {
 		return nil, 0, err
 	}
@@ -61,7 +64,7 @@ func startPostgres(ctx context.Context, dir, logsDir string, fixed int, logger *
 		p, err := startProcess(processSpec{
 			name: "postgres",
 			path: filepath.Join(binDir, "postgres"),
-			args: []string{
+			args: append([]string{
 				"-D", dataDir,
 				"-p", strconv.Itoa(port),
 				"-c", "listen_addresses=127.0.0.1",
@@ -73,10 +76,7 @@ func startPostgres(ctx context.Context, dir, logsDir string, fixed int, logger *
 				// the drills cause — loses nothing acknowledged, as on a production server.
 				"-c", "fsync=off",
 				"-c", "full_page_writes=off",
-				// FerretDB's pushed-down filters name the field as a parameter; only a plan
-				// made with the values can use the GIN companions (see ferretindex.go).
-				"-c", "plan_cache_mode=force_custom_plan",
-			},
+			}, documentDBSettings...),
 			env:     postgresEnv(),
 			dir:     dataDir,
 			logPath: filepath.Join(logsDir, "postgres.log"),
@@ -95,6 +95,10 @@ func startPostgres(ctx context.Context, dir, logsDir string, fixed int, logger *
 			return conn.Ping(ctx)
 		})
 		if err == nil {
+			if err := ensureDocumentDB(ctx, url, dataDir); err != nil {
+				p.stop(syscall.SIGINT, 10*time.Second)
+				return nil, 0, fmt.Errorf("start postgres: %w", err)
+			}
 			return p, port, nil
 		}
 		p.stop(syscall.SIGQUIT, 5*time.Second)

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"golang.org/x/sync/errgroup"
 )
 
 // NewestFirst sorts lists by creation time, newest first; the id breaks ties between
@@ -16,18 +17,28 @@ func NewestFirst() bson.D {
 }
 
 // FindPage counts the documents of coll matching filter and decodes the page of them at skip
-// (at most limit, in sort order) into T. A page past the end reads nothing. what names the
-// documents in errors.
+// (at most limit, in sort order) into T. The count and the page are read at once, so a list
+// waits for the slower of the two, not for both. what names the documents in errors.
 func FindPage[T any](ctx context.Context, coll *mongo.Collection, what string, filter, sort bson.D, skip, limit int64) ([]T, int64, error) {
-	total, err := coll.CountDocuments(ctx, filter)
-	if err != nil {
-		return nil, 0, fmt.Errorf("count %s: %w", what, err)
+	var (
+		g     errgroup.Group
+		total int64
+		docs  []T
+	)
+	g.Go(func() (err error) {
+		if total, err = coll.CountDocuments(ctx, filter); err != nil {
+			return fmt.Errorf("count %s: %w", what, err)
+		}
+		return nil
+	})
+	g.Go(func() (err error) {
+		docs, err = Find[T](ctx, coll, what, filter, sort, skip, limit)
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return nil, 0, err
 	}
-	if skip >= total {
-		return nil, total, nil
-	}
-	docs, err := Find[T](ctx, coll, what, filter, sort, skip, limit)
-	return docs, total, err
+	return docs, total, nil
 }
 
 // Find decodes the documents of coll matching filter at skip (at most limit, in sort order)

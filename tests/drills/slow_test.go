@@ -103,7 +103,7 @@ func TestSlowDependency(t *testing.T) {
 	// retried, pkg/httpclient), a fill 1+2 (RetryMax); each attempt one MongoDB operation,
 	// which the driver tries at most twice (retryable reads and writes), each try perhaps
 	// on a new connection, whose handshake is a message too. Of the service's own: one
-	// operation of the counts fold, and the driver's heartbeat (every 10 s) with one retry.
+	// operation of a sweep (purges are looked for every 30 s), and the driver's heartbeat (every 10 s) with one retry.
 	tries := 2 * (creations*1 + int64(len(fills))*3 + 1)
 	rep.figure("blackhole messages sent", sent)
 	rep.figure("blackhole connections opened", opened)
@@ -131,7 +131,7 @@ func TestSlowDependency(t *testing.T) {
 	// What the blackhole held is given back. Every connection it held is closed. The pool
 	// keeps the connections it opened meanwhile for operations that waited (pkg/mongodb
 	// sets no idle time), so it holds at most one per operation that wanted one at once —
-	// the blackhole's creations and fills and the counts fold's — besides the driver's
+	// the blackhole's creations and fills and a sweep's — besides the driver's
 	// monitor. The goroutines return to what they were before, give or take two, once the
 	// server's idle workers have left (fasthttp lets a worker idle for 10 s, and looks for
 	// such workers every 10 s), and but for the keep-alive connections opened for the calls

@@ -161,7 +161,6 @@ func TestAdminOverview(t *testing.T) {
 	code := as(t, owner.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/counted"}`).object(t)["short_code"].(string)
 	do(t, "POST", "/api/reports", `{"short_code":"`+code+`","reason":"other"}`, newClientIP())
 	b := before.object(t)
-	// The link counters trail the links by the fold's interval.
 	var after map[string]any
 	waitFor(t, "the new link counted", func() bool {
 		after = as(t, root, "GET", "/api/admin/overview", "").object(t)

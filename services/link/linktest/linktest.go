@@ -40,33 +40,6 @@ func Set(ctx context.Context, db *mongo.Database, rdb redis.UniversalClient, cod
 	return nil
 }
 
-// WaitFolded waits until the link service's fold has consumed every recorded change of
-// db's links (the counters and the owners' packs hold them), for at most timeout.
-func WaitFolded(ctx context.Context, db *mongo.Database, timeout time.Duration) error {
-	st, err := store.New(ctx, db)
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(timeout)
-	for {
-		n, err := st.Unfolded(ctx)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d link changes still unfolded after %s", n, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
 // Load stores n links of ownerID in db, created a second apart back from now, destinations
 // "https://93.184.216.34/load/<i>", for benchmarks of an owner with many links. It returns
 // their codes, newest first.

@@ -137,17 +137,13 @@ func run(ctx context.Context, o opts) error {
 		return time.Since(t0), err
 	}
 	// A creation's own store operations, shaped and indexed as the services' (the quota's
-	// ledger read and bucket insert, the link and its change record), one after another as a
-	// creation does them: what the store alone allows, before any service does its part.
+	// ledger read and bucket insert, and the link), one after another as a creation does
+	// them: what the store alone allows, before any service does its part.
 	scratchOf := func(db, coll string) (*mongo.Collection, error) {
 		c := b.DB("scratch").Collection(db + "_" + coll)
 		return c, stack.CopyIndexes(ctx, b.DB(db).Collection(coll), c)
 	}
 	sLinks, err := scratchOf("link", "links")
-	if err != nil {
-		return err
-	}
-	sChanges, err := scratchOf("link", "link_changes")
 	if err != nil {
 		return err
 	}
@@ -176,10 +172,6 @@ func run(ctx context.Context, o opts) error {
 			_, err = sLinks.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "short_code", Value: fmt.Sprintf("c%07d", n)},
 				{Key: "destination_url", Value: fmt.Sprintf("https://93.184.216.34/bench/%d", n)}, {Key: "created_at", Value: now},
 				{Key: "expires_at", Value: now.AddDate(0, 0, 30)}, {Key: "status", Value: "active"}, {Key: "auto_renew", Value: 0}, {Key: "rev", Value: 1}})
-		}
-		if err == nil {
-			_, err = sChanges.InsertOne(ctx, bson.D{{Key: "_id", Value: id + ":1"}, {Key: "link_id", Value: id}, {Key: "rev", Value: 1},
-				{Key: "from", Value: ""}, {Key: "to", Value: "active"}, {Key: "at", Value: now}, {Key: "done", Value: true}, {Key: "owner_id", Value: ""}})
 		}
 		return time.Since(t0), err
 	}

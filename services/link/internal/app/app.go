@@ -12,7 +12,6 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
-	"github.com/linkmesh/linkmesh/pkg/redisdb"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/link/internal/cache"
 	"github.com/linkmesh/linkmesh/services/link/internal/config"
@@ -54,8 +53,5 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	// A permanent deletion whose request failed or died half way is finished here.
 	purges := mongodb.Sweeper{What: "links being deleted", Interval: 30 * time.Second, Now: time.Now, Logger: env.Logger,
 		Delete: svc.FinishPurges}
-	// The admin overview's counters of links by state, folded by one replica at a time.
-	counts := redisdb.Leader{Key: "linkmesh:link:counts-leader", Redis: env.Stores.Redis, Logger: env.Logger,
-		What: "link counts fold", Work: func(ctx context.Context) error { return st.FoldCounts(ctx, time.Now()) }}
-	return service.Parts{Workers: []func(context.Context){renew.Run, purges.Run, counts.Run}}, nil
+	return service.Parts{Workers: []func(context.Context){renew.Run, purges.Run}}, nil
 }

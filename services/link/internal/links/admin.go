@@ -96,7 +96,7 @@ func (s *Service) Counts(ctx context.Context, caller identity.Caller) (link.Link
 	if !caller.AtLeastModerator() {
 		return link.LinkCounts{}, errModeratorRequired
 	}
-	n, err := s.store.CountStates(ctx)
+	n, err := s.store.CountStates(ctx, s.now().UTC())
 	return n, storeError(err)
 }
 

@@ -83,7 +83,7 @@ func (s *fakeStore) DeleteByID(_ context.Context, id string) error {
 	return nil
 }
 
-func (s *fakeStore) CountStates(context.Context) (link.LinkCounts, error) {
+func (s *fakeStore) CountStates(context.Context, time.Time) (link.LinkCounts, error) {
 	return link.LinkCounts{}, nil
 }
 

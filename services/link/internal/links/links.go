@@ -168,8 +168,8 @@ type Store interface {
 	PurgesDue(ctx context.Context, before time.Time, limit int64) ([]Link, error)
 	// DeleteByID removes the link with id for good; deleting it again does nothing.
 	DeleteByID(ctx context.Context, id string) error
-	// CountStates counts every stored link by state, from counters kept as links change.
-	CountStates(ctx context.Context) (link.LinkCounts, error)
+	// CountStates counts every stored link not being purged by state as of now.
+	CountStates(ctx context.Context, now time.Time) (link.LinkCounts, error)
 }
 
 // Cache keeps resolved links (and the absence of a link) for at most link.CacheTTL, and tells

@@ -25,7 +25,7 @@ func (s *Store) UpdateIf(ctx context.Context, code, from string, ch links.Change
 
 // Undo applies ch to the link with id only while it is at revision rev.
 func (s *Store) Undo(ctx context.Context, id string, rev int64, ch links.Change) (bool, error) {
-	_, ok, err := s.apply(ctx, bson.D{{Key: "_id", Value: id}, revIs(rev)}, func(l *links.Link) { ch.Apply(l) })
+	_, ok, err := s.apply(ctx, bson.D{{Key: "_id", Value: id}, {Key: "rev", Value: rev}}, func(l *links.Link) { ch.Apply(l) })
 	return ok, err
 }
 
@@ -95,11 +95,7 @@ func (s *Store) PurgesDue(ctx context.Context, before time.Time, limit int64) ([
 	if err := cur.All(ctx, &docs); err != nil {
 		return nil, fmt.Errorf("read links being deleted: %w", err)
 	}
-	out := make([]links.Link, len(docs))
-	for i, d := range docs {
-		out[i] = fromDoc(d)
-	}
-	return out, nil
+	return fromDocs(docs), nil
 }
 
 // DeleteByID removes the link with id, only once it is marked for deletion.

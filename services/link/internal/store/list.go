@@ -4,85 +4,86 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/services/link/internal/links"
 )
 
-// List returns a page of q's links, newest first with ties in id order, and how many match.
-// An owner's come from the owner's packs; anyone's from two queries on the created index.
+// List returns a page of q's links, newest first with ties in id order, and how many match:
+// a count and a page, both on the owner's (or the created) index.
 func (s *Store) List(ctx context.Context, q links.ListQuery) ([]links.Link, int64, error) {
-	if ownersView(q) {
-		all, ok, err := s.ownerLinks(ctx, q.OwnerID)
-		if err != nil {
-			return nil, 0, err
-		}
-		if ok {
-			sel := selectLinks(all, q)
-			return page(sel, q.Skip, q.Limit), int64(len(sel)), nil
-		}
-	}
 	docs, total, err := mongodb.FindPage[doc](ctx, s.links, "links", listFilter(q), mongodb.NewestFirst(), q.Skip, q.Limit)
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]links.Link, 0, len(docs))
-	for _, d := range docs {
-		out = append(out, fromDoc(d))
-	}
-	return out, total, nil
+	return fromDocs(docs), total, nil
 }
 
 // Overview counts q's owner's live links in all, expired and disabled, and returns the n
-// newest, from one read of the owner's packs once they are ready.
+// newest: three counts and a page on the owner's index, read at once.
 func (s *Store) Overview(ctx context.Context, q links.ListQuery, n int64) (links.Overview, error) {
 	var out links.Overview
-	var all []*links.Link
-	ok := false
-	if ownersView(q) {
-		var err error
-		if all, ok, err = s.ownerLinks(ctx, q.OwnerID); err != nil {
-			return out, err
-		}
-	}
-	if !ok {
-		// Three counts and a page, each a query of its own.
-		for _, c := range []struct {
-			state string
-			into  *int64
-		}{{links.StateAll, &out.Total}, {links.StateExpired, &out.Expired}, {links.StateDisabled, &out.Disabled}} {
-			q.State = c.state
-			var err error
-			if *c.into, err = s.links.CountDocuments(ctx, listFilter(q)); err != nil {
-				return out, fmt.Errorf("count links: %w", err)
+	var g errgroup.Group
+	g.Go(func() error {
+		return s.count(ctx, map[*int64]bson.D{
+			&out.Total:    listFilter(withState(q, links.StateAll)),
+			&out.Expired:  listFilter(withState(q, links.StateExpired)),
+			&out.Disabled: listFilter(withState(q, links.StateDisabled)),
+		})
+	})
+	g.Go(func() error {
+		docs, err := mongodb.Find[doc](ctx, s.links, "links", listFilter(withState(q, links.StateAll)), mongodb.NewestFirst(), 0, n)
+		out.Newest = fromDocs(docs)
+		return err
+	})
+	return out, g.Wait()
+}
+
+// CountStates counts every stored link not being purged by state as of now: four counts on
+// the indexes, read at once (every other link is active).
+func (s *Store) CountStates(ctx context.Context, now time.Time) (link.LinkCounts, error) {
+	var out link.LinkCounts
+	q := links.ListQuery{AnyOwner: true, Now: now}
+	err := s.count(ctx, map[*int64]bson.D{
+		&out.Total:    {notPurged()},
+		&out.Deleted:  {{Key: "deleted_at", Value: bson.D{{Key: "$exists", Value: true}}}, notPurged()},
+		&out.Expired:  listFilter(withState(q, links.StateExpired)),
+		&out.Disabled: listFilter(withState(q, links.StateDisabled)),
+	})
+	out.Active = out.Total - out.Deleted - out.Expired - out.Disabled
+	return out, err
+}
+
+// count counts the links each filter matches into its counter, all at once.
+func (s *Store) count(ctx context.Context, filters map[*int64]bson.D) error {
+	var g errgroup.Group
+	for into, f := range filters {
+		g.Go(func() (err error) {
+			if *into, err = s.links.CountDocuments(ctx, f); err != nil {
+				return fmt.Errorf("count links: %w", err)
 			}
-		}
-		q.State = links.StateAll
-		docs, err := mongodb.Find[doc](ctx, s.links, "links", listFilter(q), mongodb.NewestFirst(), 0, n)
-		if err != nil {
-			return out, err
-		}
-		for _, d := range docs {
-			out.Newest = append(out.Newest, fromDoc(d))
-		}
-		return out, nil
+			return nil
+		})
 	}
-	q.State = links.StateAll
-	live := selectLinks(all, q)
-	out.Total = int64(len(live))
-	for _, l := range live {
-		switch l.State(q.Now) {
-		case links.StateExpired:
-			out.Expired++
-		case links.StateDisabled:
-			out.Disabled++
-		}
+	return g.Wait()
+}
+
+func withState(q links.ListQuery, state string) links.ListQuery {
+	q.State = state
+	return q
+}
+
+func fromDocs(docs []doc) []links.Link {
+	out := make([]links.Link, len(docs))
+	for i, d := range docs {
+		out[i] = fromDoc(d)
 	}
-	out.Newest = page(live, 0, n)
-	return out, nil
+	return out
 }
 
 // listFilter is the filter of q: the owner's (or anyone's) live links in q's state, with

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/services/link/internal/links"
@@ -125,5 +127,88 @@ func TestExtendAutoRenewing(t *testing.T) {
 		if l, _ := s.FindByCode(ctx, code); !l.ExpiresAt.Equal(want) {
 			t.Errorf("%s expires %v, want %v", code, l.ExpiresAt, want)
 		}
+	}
+}
+
+// An owner's list, counts and dashboard read the links themselves: a link whose expiry is
+// changed in the database, by nothing but a direct update, is listed and counted by the
+// state it now has.
+func TestListsReadTheLinksAsStored(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Mongo(t)
+	s, err := New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for i, code := range []string{"dbx0001", "dbx0002"} {
+		if err := s.Insert(ctx, links.Link{ID: fmt.Sprintf("dbx%d", i), ShortCode: code, OwnerID: "owner", DestinationURL: "https://x.example/",
+			CreatedAt: now.Add(-time.Duration(i) * time.Minute), ExpiresAt: now.Add(time.Hour), Status: link.StatusActive}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := func() (string, string, links.Overview, link.LinkCounts) {
+		t.Helper()
+		list := func(st string) string {
+			ls, _, err := s.List(ctx, links.ListQuery{OwnerID: "owner", State: st, Now: now, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, l := range ls {
+				out = append(out, l.ShortCode)
+			}
+			return fmt.Sprint(out)
+		}
+		o, err := s.Overview(ctx, links.ListQuery{OwnerID: "owner", Now: now}, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.CountStates(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list(links.StateActive), list(links.StateExpired), o, c
+	}
+	if active, expired, o, c := state(); active != "[dbx0001 dbx0002]" || expired != "[]" || o.Expired != 0 || c.Active != 2 {
+		t.Fatalf("before: active %s, expired %s, overview %+v, counts %+v", active, expired, o, c)
+	}
+	if _, err := db.Collection(collection).UpdateOne(ctx, bson.D{{Key: "short_code", Value: "dbx0002"}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "expires_at", Value: now.Add(-time.Minute)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	active, expired, o, c := state()
+	if active != "[dbx0001]" || expired != "[dbx0002]" || o.Total != 2 || o.Expired != 1 || c.Active != 1 || c.Expired != 1 {
+		t.Fatalf("after the expiry changed in the database: active %s, expired %s, overview %+v, counts %+v", active, expired, o, c)
+	}
+}
+
+// The schema steps: a link stored without a revision gets 0 (every write is conditional on
+// it), and the collections of derived copies are dropped; running them again changes nothing.
+func TestMigrations(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Mongo(t)
+	if _, err := db.Collection(collection).InsertOne(ctx, bson.D{{Key: "_id", Value: "old"}, {Key: "short_code", Value: "old0001"},
+		{Key: "status", Value: link.StatusActive}, {Key: "expires_at", Value: time.Now().Add(time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("link_packs").InsertOne(ctx, bson.D{{Key: "owner_id", Value: "u"}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := New(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ := New(ctx, db)
+	disabled := link.StatusDisabled
+	if err := s.Update(ctx, "old0001", links.Change{Status: &disabled}); err != nil {
+		t.Fatalf("a link stored without a revision cannot be changed: %v", err)
+	}
+	if l, _ := s.FindByCode(ctx, "old0001"); l.Status != disabled || l.Rev != 1 {
+		t.Fatalf("after the change: %+v", l)
+	}
+	if names, _ := db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: bson.A{"link_packs", "link_changes", "link_counts"}}}}}); len(names) != 0 {
+		t.Fatalf("derived collections left: %v", names)
 	}
 }

@@ -30,8 +30,7 @@ type doc struct {
 	AutoRenew      int        `bson:"auto_renew"`
 	DisabledReason *string    `bson:"disabled_reason,omitempty"`
 	Purge          *purgeDoc  `bson:"purge,omitempty"`
-	// Rev counts the writes of the link; every write is conditional on it, and the change it
-	// makes is recorded under it (see apply). Links stored before it existed read 0.
+	// Rev counts the writes of the link; every write is conditional on it (see apply).
 	Rev int64 `bson:"rev"`
 	// Request fingerprints the creation request of a link created with an Idempotency-Key.
 	Request string `bson:"request,omitempty"`
@@ -49,22 +48,22 @@ type purgeDoc struct {
 // Store is the MongoDB link store.
 type Store struct {
 	links *mongo.Collection
-	// changes records each write of a link with the classes it moves the link between,
-	// counts holds what the counters' folder made of them.
-	changes, counts *mongo.Collection
-	// packs holds each owner's links packed for the owner's views (see pack.go).
-	packs *mongo.Collection
-	now   func() time.Time
 }
 
-// New returns a store over db after making sure its indexes exist.
+// retries bounds the attempts of a write that lost the link's revision to another writer.
+const retries = 4
+
+// New returns a store over db after bringing its schema up to date and making sure its
+// indexes exist.
 func New(ctx context.Context, db *mongo.Database) (*Store, error) {
+	if err := mongodb.Migrate(ctx, db, migrations...); err != nil {
+		return nil, err
+	}
 	err := mongodb.EnsureIndexes(ctx, db,
 		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
 			Keys: bson.D{{Key: "short_code", Value: 1}}, Options: options.Index().SetUnique(true).SetName("short_code_unique"),
 		}},
-		// An owner's lists and counts read this index, newest first, ties broken by id, until
-		// the owners' packs are made (see pack.go); the packs' backfill reads it per owner.
+		// An owner's lists, counts and dashboard, newest first, ties broken by id.
 		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
 			Keys:    bson.D{{Key: "owner_id", Value: 1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: -1}},
 			Options: options.Index().SetName("owner_created"),
@@ -74,39 +73,34 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 			Keys:    bson.D{{Key: "created_at", Value: -1}, {Key: "_id", Value: -1}},
 			Options: options.Index().SetName("created"),
 		}},
+		// The admin overview's counts by state, and the auto-renewal sweep's due links.
+		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
+			Keys:    bson.D{{Key: "status", Value: 1}, {Key: "auto_renew", Value: 1}, {Key: "expires_at", Value: 1}},
+			Options: options.Index().SetName("state"),
+		}},
 		// The purge sweeper's due links.
 		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
 			Keys: bson.D{{Key: "purge.at", Value: 1}}, Options: options.Index().SetName("purge_at").SetSparse(true),
-		}},
-		// An owner's views read the owner's changes not folded yet, and the owner's packs.
-		mongodb.Index{Collection: changesCollection, Model: mongo.IndexModel{
-			Keys: bson.D{{Key: "owner_id", Value: 1}}, Options: options.Index().SetName("owner").SetSparse(true),
-		}},
-		mongodb.Index{Collection: packsCollection, Model: mongo.IndexModel{
-			Keys: bson.D{{Key: "owner_id", Value: 1}}, Options: options.Index().SetName("owner"),
 		}},
 	)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{links: db.Collection(collection), changes: db.Collection(changesCollection),
-		counts: db.Collection(countsCollection), packs: db.Collection(packsCollection), now: time.Now}, nil
+	return &Store{links: db.Collection(collection)}, nil
 }
 
-// recordTimeout bounds the bookkeeping of a write already made (recording its change into the
-// counters), which runs on even when the request's caller gave up.
-const recordTimeout = 5 * time.Second
-
-// afterwards is the context of such bookkeeping: ctx's values, not its end, and a bound of its
-// own.
-func afterwards(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+// migrations bring a link database to the schema this code reads: every link has a revision,
+// and the collections that once kept derived copies of links are gone.
+var migrations = []mongodb.Step{
+	{Version: 1, Name: "every link has a revision", Run: func(ctx context.Context, db *mongo.Database) error {
+		_, err := db.Collection(collection).UpdateMany(ctx, bson.D{{Key: "rev", Value: bson.D{{Key: "$exists", Value: false}}}},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "rev", Value: 0}}}})
+		return err
+	}},
+	{Version: 2, Name: "no derived copies of links", Run: mongodb.DropCollections("link_changes", "link_counts", "link_packs")},
 }
 
-// Insert stores l; links.ErrCodeTaken when its code exists. Its change into the counters is
-// recorded after the insert, already done: a creation is the hot path, and recording it
-// first would cost a third write (the mark). A process that dies between the two writes
-// leaves that one link out of the counters.
+// Insert stores l; links.ErrCodeTaken when its code exists.
 func (s *Store) Insert(ctx context.Context, l links.Link) error {
 	l.Rev = 1
 	_, err := s.links.InsertOne(ctx, toDoc(l))
@@ -116,36 +110,19 @@ func (s *Store) Insert(ctx context.Context, l links.Link) error {
 	if err != nil {
 		return fmt.Errorf("insert link: %w", err)
 	}
-	c := s.changeOf(l, links.ClassNone)
-	c.Done = true
-	// The link is stored: its change is recorded even if the caller stops waiting now.
-	rctx, cancel := afterwards(ctx)
-	defer cancel()
-	if _, err := s.changes.InsertOne(rctx, c); err != nil && !mongo.IsDuplicateKeyError(err) {
-		return fmt.Errorf("record link change: %w", err)
-	}
 	return nil
 }
 
-// InsertMany stores links in one round trip per batch, with their changes into the
-// counters, for bulk loads; a taken code fails the call.
+// InsertMany stores links in one round trip per batch, for bulk loads; a taken code fails
+// the call.
 func (s *Store) InsertMany(ctx context.Context, ls []links.Link) error {
-	load := bson.NewObjectID().Hex()
-	docs, changes := make([]any, len(ls)), make([]any, len(ls))
+	docs := make([]any, len(ls))
 	for i, l := range ls {
 		l.Rev = 1
-		c := s.changeOf(l, links.ClassNone)
-		c.Load = load
-		docs[i], changes[i] = toDoc(l), c
-	}
-	if _, err := s.changes.InsertMany(ctx, changes); err != nil {
-		return fmt.Errorf("record link changes: %w", err)
+		docs[i] = toDoc(l)
 	}
 	if _, err := s.links.InsertMany(ctx, docs); err != nil {
 		return fmt.Errorf("insert links: %w", err)
-	}
-	if _, err := s.changes.UpdateMany(ctx, bson.D{{Key: "load", Value: load}}, bson.D{{Key: "$set", Value: bson.D{{Key: "done", Value: true}}}}); err != nil {
-		return fmt.Errorf("mark link changes: %w", err)
 	}
 	return nil
 }
@@ -235,6 +212,36 @@ func (s *Store) ids(ctx context.Context, filter bson.D) ([]string, error) {
 		out[i] = d.ID
 	}
 	return out, nil
+}
+
+// apply changes the link filter matches, if any, with change: it reads the link, then
+// replaces it conditionally on the revision it read, so that of two concurrent writers one
+// wins and the other reads again. It says links.ErrConflict after retries lost attempts, and
+// returns the changed link and whether there was one to change.
+func (s *Store) apply(ctx context.Context, filter bson.D, change func(*links.Link)) (links.Link, bool, error) {
+	for attempt := 1; ; attempt++ {
+		var d doc
+		err := s.links.FindOne(ctx, filter).Decode(&d)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return links.Link{}, false, nil
+		}
+		if err != nil {
+			return links.Link{}, false, fmt.Errorf("read link: %w", err)
+		}
+		after := fromDoc(d)
+		change(&after)
+		after.Rev = d.Rev + 1
+		res, err := s.links.ReplaceOne(ctx, bson.D{{Key: "_id", Value: d.ID}, {Key: "rev", Value: d.Rev}}, toDoc(after))
+		if err != nil {
+			return links.Link{}, false, fmt.Errorf("update link: %w", err)
+		}
+		if res.MatchedCount == 1 {
+			return after, true, nil
+		}
+		if attempt == retries {
+			return links.Link{}, false, links.ErrConflict
+		}
+	}
 }
 
 // live matches links that are not soft-deleted.

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Sweeper settles documents that fell due, periodically: it deletes expired ones (MongoDB's
-// TTL indexes would, but FerretDB has none, so the owning service sweeps) or pushes a date
-// forward. Every replica sweeps; settling the same documents twice is harmless.
+// Sweeper settles documents that fell due, periodically, where a TTL index cannot: a
+// deletion with steps of its own, or a date pushed forward. Every replica sweeps; settling
+// the same documents twice is harmless.
 type Sweeper struct {
 	// What names the documents in log lines ("sessions").
 	What     string

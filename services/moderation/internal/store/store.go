@@ -148,8 +148,8 @@ func byStatus[T, V any](ctx context.Context, coll *mongo.Collection, what, statu
 }
 
 // claimRec holds an entry for the resolution in progress: inserted once, its unique id is
-// what makes one resolver win (FerretDB does not re-check an update's filter when it
-// writes, so a conditional update cannot).
+// what makes one resolver win, and its action lets a retry of the same resolution finish
+// what a failed attempt left.
 type claimRec struct {
 	ID     string    `bson:"_id"`
 	Action string    `bson:"action"`

@@ -1,13 +1,14 @@
 // Command benchredirect measures, on the full linkmesh stack: warm GET /{code} with click
 // recording against a bare Fiber handler answering 302 from a map, on the same core, in
-// alternating rounds; then the sustained click rate, load and drain included; then the
-// analytics answer for a link with a year of history.
+// alternating rounds; then how soon a click shows in its owner's analytics at light load;
+// then the sustained click rate, load and drain included, with the same freshness probe
+// running through it; then the analytics answer for a link with a year of history.
 //
 // The server under test (gateway or baseline) is pinned to one core and wrk to the other, so
 // the two never compete; the rounds alternate so drift on a shared machine hits both equally.
 //
 // It exits with status 1, after printing every figure, when any round's ratio falls below
-// -min-ratio or its p99 above 2 ms, or the sustained or answer target is missed.
+// -min-ratio or its p99 above 2 ms, or a freshness, sustained or answer target is missed.
 package main
 
 import (
@@ -199,11 +200,19 @@ func run(ctx context.Context, o options) error {
 	if err := svcs.RestartService(ctx, "analytics"); err != nil {
 		return err
 	}
-	sustained, err := runSustained(ctx, o, svcs.GatewayURL, owner.Session, luaPath, b)
+	probe, err := newProber(ctx, svcs.GatewayURL, "bench-probe@bench.example")
 	if err != nil {
 		return err
 	}
-	targets = append(targets, sustained)
+	light, err := runFreshLight(ctx, probe)
+	if err != nil {
+		return err
+	}
+	sustained, peak, err := runSustained(ctx, o, svcs.GatewayURL, owner.Session, luaPath, b, probe)
+	if err != nil {
+		return err
+	}
+	targets = append(targets, light, sustained, peak)
 	if err := clickStoreCeiling(ctx, bench, b); err != nil {
 		return err
 	}

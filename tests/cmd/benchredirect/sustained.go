@@ -56,26 +56,33 @@ func waitForClicks(ctx context.Context, gw, session string, want, inFlight int64
 
 // runSustained loads the gateway for sustainedLoad, the owner's clicks counting from zero,
 // and times until the analytics answers count every one of its clicks.
-func runSustained(ctx context.Context, o options, gw, session, luaPath string, bareRPS float64) (target, error) {
+func runSustained(ctx context.Context, o options, gw, session, luaPath string, bareRPS float64, probe *prober) (target, target, error) {
+	stop := make(chan struct{})
+	fresh := freshDuring(ctx, probe, stop)
 	res, err := runWrk(ctx, o, gw, luaPath, sustainedLoad)
+	close(stop)
 	if err != nil {
-		return target{}, err
+		return target{}, target{}, err
 	}
 	drain, counted, err := waitForClicks(ctx, gw, session, res.requests, int64(o.conns))
 	if err != nil {
-		return target{}, fmt.Errorf("after the sustained load: %w", err)
+		return target{}, target{}, fmt.Errorf("after the sustained load: %w", err)
 	}
 	// Nothing more may arrive.
 	time.Sleep(5 * time.Second)
 	if final, err := stack.OwnerClicks(ctx, gw, session); err != nil || final != counted {
-		return target{}, fmt.Errorf("after the sustained load: %d clicks counted, then %d (%v)", counted, final, err)
+		return target{}, target{}, fmt.Errorf("after the sustained load: %d clicks counted, then %d (%v)", counted, final, err)
 	}
 	rate := float64(res.requests) / (sustainedLoad + drain).Seconds()
 	fmt.Printf("\n2. sustained: %d visits answered in %s (%.0f req/s, p99 %s); %d clicks counted (up to %d more than wrk read were\n"+
 		"   in flight when it stopped), all visible in the analytics %s after the load:\n"+
 		"   %.0f clicks/s = %.3f× the bare handler's %.0f req/s; none dropped\n",
 		res.requests, sustainedLoad, res.rps, res.p99, counted, o.conns, drain.Round(100*time.Millisecond), rate, rate/bareRPS, bareRPS)
-	return target{name: "sustained clicks/s vs bare req/s", got: rate / bareRPS, min: minSustained}, nil
+	peak, err := fresh()
+	if err != nil {
+		return target{}, target{}, err
+	}
+	return target{name: "sustained clicks/s vs bare req/s", got: rate / bareRPS, min: minSustained}, peak, nil
 }
 
 // runAnswer gives one of the owner's links a year of history, 1,000,000 clicks, and times

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
+	"github.com/linkmesh/linkmesh/services/auth/internal/config"
 	"github.com/linkmesh/linkmesh/services/auth/internal/store"
 )
 
@@ -24,7 +25,9 @@ type Restriction = accounts.Restriction
 // Restrict applies r to the account userID in db (the auth service's own database). The
 // session gate asks auth on every request, so it acts on the account's next request.
 func Restrict(ctx context.Context, db *mongo.Database, userID string, r Restriction) error {
-	st, err := store.New(ctx, db)
+	// Restrict writes no login record; the retention is the setting's default, as the
+	// service's own start has brought the database's schema up to date already.
+	st, err := store.New(ctx, db, config.DefaultLoginRecordRetention)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 func TestRestrict(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.Mongo(t)
-	st, err := store.New(ctx, db)
+	st, err := store.New(ctx, db, 90*24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

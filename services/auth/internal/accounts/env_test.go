@@ -139,7 +139,7 @@ type option func(*accounts.Options)
 func newEnv(t *testing.T, opts ...option) *env {
 	t.Helper()
 	db := testenv.Mongo(t)
-	st, err := store.New(context.Background(), db)
+	st, err := store.New(context.Background(), db, 90*24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func (s *Service) link(ctx context.Context, u User, sub string) (User, bool, err
 }
 
 // deleteSessions deletes the sessions a raised epoch has already ended. A failure is only
-// logged: they stay invalid and the sweeper removes them when they expire.
+// logged: they stay invalid, and the database deletes them when they expire.
 func (s *Service) deleteSessions(ctx context.Context, userID string) {
 	n, err := s.store.DeleteSessionsByUser(context.WithoutCancel(ctx), userID)
 	if err != nil {

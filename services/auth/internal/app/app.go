@@ -1,20 +1,18 @@
 // Package app wires the auth service together: datastores, the quota, moderation (audit log)
-// and link clients, the identity provider, the account rules, the bootstrap super admin, the
-// HTTP server and the sweepers of expired sessions and old login records, on what the boot
-// path opened. main and the component tests both start it with service.For.
+// and link clients, the identity provider, the account rules, the bootstrap super admin and
+// the HTTP server, on what the boot path opened. main and the component tests both start it
+// with service.For.
 package app
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	pkgconfig "github.com/linkmesh/linkmesh/pkg/config"
-	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 	"github.com/linkmesh/linkmesh/services/auth/internal/config"
@@ -24,13 +22,13 @@ import (
 	"github.com/linkmesh/linkmesh/services/auth/internal/store"
 )
 
-// Wire builds the auth service on what the boot path opened: the account store (and its
-// indexes), the password hasher, the quota client of the login windows, the moderation
+// Wire builds the auth service on what the boot path opened: the account store (its schema
+// and indexes), the password hasher, the quota client of the login windows, the moderation
 // service's audit log and the link service that the admin actions write through, the
-// identity provider, the bootstrap super admin and the internal routes. Its workers sweep
-// expired sessions and login records past their retention.
+// identity provider, the bootstrap super admin and the internal routes. Expired sessions and
+// login records past their retention are deleted by the database (TTL indexes, see store).
 func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
-	st, err := store.New(ctx, env.Stores.DB)
+	st, err := store.New(ctx, env.Stores.DB, cfg.LoginRecordRetention)
 	if err != nil {
 		return service.Parts{}, fmt.Errorf("open account store: %w", err)
 	}
@@ -56,22 +54,5 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		}
 	}
 	authhttp.Register(env.Server.App(), env.Keys, svc)
-	var workers []func(context.Context)
-	for _, sw := range sweepers(cfg, st, env.Logger) {
-		workers = append(workers, sw.Run)
-	}
-	return service.Parts{Workers: workers}, nil
-}
-
-// sweepers delete what no read needs any more: expired sessions, and login records older
-// than the retention.
-func sweepers(cfg *config.Config, st *store.Store, log *slog.Logger) []mongodb.Sweeper {
-	retention := cfg.LoginRecordRetention
-	return []mongodb.Sweeper{
-		{What: "sessions", Interval: store.SweepInterval, Delete: st.DeleteExpiredSessions, Now: time.Now, Logger: log},
-		{What: "login records", Interval: store.SweepInterval, Now: time.Now, Logger: log,
-			Delete: func(ctx context.Context, now time.Time) (int64, error) {
-				return st.DeleteLoginRecordsBefore(ctx, now.Add(-retention))
-			}},
-	}
+	return service.Parts{}, nil
 }

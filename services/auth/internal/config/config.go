@@ -16,6 +16,10 @@ import (
 // of an attack before anyone could look at it.
 const MinLoginRecordRetention = 24 * time.Hour
 
+// DefaultLoginRecordRetention is LoginRecordRetention when LINKMESH_LOGIN_RECORD_RETENTION is
+// unset (its envDefault).
+const DefaultLoginRecordRetention = 90 * 24 * time.Hour
+
 // Config is everything the auth service reads from its environment.
 type Config struct {
 	config.Service
@@ -24,8 +28,9 @@ type Config struct {
 
 	// SessionTTL is how long a session (and its go_session cookie) lives.
 	SessionTTL time.Duration `env:"LINKMESH_SESSION_TTL" envDefault:"168h"`
-	// LoginRecordRetention is how long login records are kept before the sweeper deletes
-	// them: an audit trail, but one of personal data (hashed addresses, user agents).
+	// LoginRecordRetention is how long login records are kept: an audit trail, but one of
+	// personal data (hashed addresses, user agents). Each record stores its expiry when it is
+	// written, so a change applies to the records written after it.
 	LoginRecordRetention time.Duration `env:"LINKMESH_LOGIN_RECORD_RETENTION" envDefault:"2160h"`
 
 	// OIDCIssuer and OIDCClientID configure login with an identity provider's ID token;

@@ -48,6 +48,9 @@ func TestLoadDefaults(t *testing.T) {
 		cfg.QuotaURL != "http://127.0.0.1:8085" || cfg.OIDCIssuer != "" || cfg.BootstrapAdminEmail != "" {
 		t.Fatalf("defaults = %+v", cfg)
 	}
+	if DefaultLoginRecordRetention != cfg.LoginRecordRetention {
+		t.Fatalf("DefaultLoginRecordRetention = %s; the setting's default is %s", DefaultLoginRecordRetention, cfg.LoginRecordRetention)
+	}
 }
 
 func TestLoadReadsSettings(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
@@ -23,54 +22,19 @@ type recordDoc struct {
 	IPHash    string    `bson:"ip_hash"`
 	UserAgent string    `bson:"user_agent"`
 	CreatedAt time.Time `bson:"created_at"`
+	// ExpiresAt is when the TTL index deletes the record: CreatedAt plus the retention in
+	// force when it was written.
+	ExpiresAt time.Time `bson:"expires_at"`
 }
 
 // InsertLoginRecord stores one login attempt.
 func (s *Store) InsertLoginRecord(ctx context.Context, r accounts.LoginRecord) error {
-	if _, err := s.records.InsertOne(ctx, recordDoc(r)); err != nil {
+	d := recordDoc{ID: r.ID, UserID: r.UserID, Email: r.Email, Success: r.Success, Method: r.Method, Reason: r.Reason,
+		IPHash: r.IPHash, UserAgent: r.UserAgent, CreatedAt: r.CreatedAt, ExpiresAt: r.CreatedAt.Add(s.recordRetention)}
+	if _, err := s.records.InsertOne(ctx, d); err != nil {
 		return fmt.Errorf("insert login record: %w", err)
 	}
 	return nil
-}
-
-// sweepBatch bounds one delete of old login records. A backlog (the first sweep after
-// retention was introduced) is deleted in slices, so each statement stays short and the
-// sweep keeps what it deleted even when its time runs out.
-const sweepBatch = 500
-
-// DeleteLoginRecordsBefore removes the login records created before cutoff and says how
-// many it removed; on error, the count is what was removed before it.
-func (s *Store) DeleteLoginRecordsBefore(ctx context.Context, cutoff time.Time) (int64, error) {
-	filter := bson.D{{Key: "created_at", Value: bson.D{{Key: "$lt", Value: cutoff}}}}
-	opts := options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetLimit(sweepBatch)
-	var total int64
-	for {
-		cur, err := s.records.Find(ctx, filter, opts)
-		if err != nil {
-			return total, fmt.Errorf("find old login records: %w", err)
-		}
-		var ids []struct {
-			ID string `bson:"_id"`
-		}
-		if err := cur.All(ctx, &ids); err != nil {
-			return total, fmt.Errorf("read old login records: %w", err)
-		}
-		if len(ids) == 0 {
-			return total, nil
-		}
-		in := make(bson.A, len(ids))
-		for i, d := range ids {
-			in[i] = d.ID
-		}
-		res, err := s.records.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}})
-		if err != nil {
-			return total, fmt.Errorf("delete old login records: %w", err)
-		}
-		total += res.DeletedCount
-		if len(ids) < sweepBatch {
-			return total, nil
-		}
-	}
 }
 
 // LoginRecords returns one page of the records matching f, newest first, and their total.
@@ -91,9 +55,8 @@ func (s *Store) LoginRecords(ctx context.Context, f accounts.RecordFilter, skip,
 	}
 	out := make([]accounts.LoginRecord, 0, len(docs))
 	for _, d := range docs {
-		r := accounts.LoginRecord(d)
-		r.CreatedAt = d.CreatedAt.UTC()
-		out = append(out, r)
+		out = append(out, accounts.LoginRecord{ID: d.ID, UserID: d.UserID, Email: d.Email, Success: d.Success,
+			Method: d.Method, Reason: d.Reason, IPHash: d.IPHash, UserAgent: d.UserAgent, CreatedAt: d.CreatedAt.UTC()})
 	}
 	return out, total, nil
 }

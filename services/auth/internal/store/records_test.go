@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
+	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 )
 
@@ -71,49 +70,31 @@ func TestLoginRecordFiltersAndPaging(t *testing.T) {
 	}
 }
 
-// Records older than the cutoff go, in batches; newer ones, and one exactly at it, stay.
-func TestDeleteLoginRecordsBefore(t *testing.T) {
-	s := newStore(t)
+// A record is stored with its expiry, its creation plus the store's retention, which the TTL
+// index on expires_at (expireAfterSeconds 0) deletes it at.
+func TestLoginRecordsCarryTheirExpiry(t *testing.T) {
 	ctx := context.Background()
-	cutoff := ms(time.Now().Add(-90 * 24 * time.Hour))
-	cases := []struct {
-		name       string
-		old, young int
-	}{
-		{"nothing old", 0, 3},
-		{"fewer than a batch", 7, 3},
-		{"more than a batch", 2*sweepBatch + 1, 3},
+	db := testenv.Mongo(t)
+	created := ms(time.Now().Add(-time.Hour))
+	for _, retention := range []time.Duration{48 * time.Hour, 400 * 24 * time.Hour} {
+		s, err := New(ctx, db, retention)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprintf("r-%s", retention)
+		if err := s.InsertLoginRecord(ctx, accounts.LoginRecord{ID: id, Email: "a@example.com", Method: accounts.MethodPassword,
+			CreatedAt: created}); err != nil {
+			t.Fatal(err)
+		}
+		var d recordDoc
+		if err := s.records.FindOne(ctx, byID(id)).Decode(&d); err != nil || !d.ExpiresAt.Equal(created.Add(retention)) {
+			t.Fatalf("record %s expires at %v, %v; want %v", id, d.ExpiresAt, err, created.Add(retention))
+		}
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := s.records.DeleteMany(ctx, bson.D{}); err != nil {
-				t.Fatal(err)
-			}
-			var docs []any
-			for i := range tc.old {
-				docs = append(docs, recordDoc{ID: fmt.Sprintf("old-%04d", i), Email: "a@example.com",
-					CreatedAt: cutoff.Add(-time.Duration(i+1) * time.Millisecond)})
-			}
-			for i := range tc.young {
-				docs = append(docs, recordDoc{ID: fmt.Sprintf("young-%d", i), Email: "a@example.com",
-					CreatedAt: cutoff.Add(time.Duration(i) * time.Hour)}) // young-0 is exactly at the cutoff
-			}
-			if _, err := s.records.InsertMany(ctx, docs); err != nil {
-				t.Fatal(err)
-			}
-			n, err := s.DeleteLoginRecordsBefore(ctx, cutoff)
-			if err != nil || n != int64(tc.old) {
-				t.Fatalf("deleted %d, %v; want %d", n, err, tc.old)
-			}
-			left, _, err := s.LoginRecords(ctx, accounts.RecordFilter{}, 0, 100)
-			if err != nil || len(left) != tc.young {
-				t.Fatalf("%d records left, %v; want the %d young ones", len(left), err, tc.young)
-			}
-			for _, r := range left {
-				if r.CreatedAt.Before(cutoff) {
-					t.Fatalf("an old record survived: %+v", r)
-				}
-			}
-		})
+	for _, coll := range []string{LoginRecords, Sessions} {
+		wantTTLIndex(t, db.Collection(coll))
+	}
+	if _, err := New(ctx, db, 0); err == nil {
+		t.Fatal("a store without a login record retention was opened")
 	}
 }

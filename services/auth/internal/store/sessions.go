@@ -13,6 +13,7 @@ import (
 )
 
 // sessionDoc is a stored session, keyed by the token's SHA-256; the token is never stored.
+// The server deletes it once expires_at has passed (the TTL index, see New).
 type sessionDoc struct {
 	Hash      string    `bson:"_id"`
 	UserID    string    `bson:"user_id"`
@@ -29,8 +30,9 @@ func (s *Store) InsertSession(ctx context.Context, sess accounts.Session) error 
 	return nil
 }
 
-// SessionByHash returns the session with hash unless it has expired at now; an expired one
-// is never returned even before the sweeper removes it.
+// SessionByHash returns the session with hash unless it has expired at now. The TTL index
+// deletes an expired session only when its background job next runs (about once a minute),
+// so the filter refuses one that is still stored.
 func (s *Store) SessionByHash(ctx context.Context, hash string, now time.Time) (accounts.Session, error) {
 	filter := append(byID(hash), bson.E{Key: "expires_at", Value: bson.D{{Key: "$gt", Value: now}}})
 	var d sessionDoc
@@ -58,15 +60,6 @@ func (s *Store) DeleteSessionsByUser(ctx context.Context, userID string) (int64,
 	res, err := s.sessions.DeleteMany(ctx, bson.D{{Key: "user_id", Value: userID}})
 	if err != nil {
 		return 0, fmt.Errorf("delete sessions of user: %w", err)
-	}
-	return res.DeletedCount, nil
-}
-
-// DeleteExpiredSessions removes the sessions that expired at or before now.
-func (s *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error) {
-	res, err := s.sessions.DeleteMany(ctx, bson.D{{Key: "expires_at", Value: bson.D{{Key: "$lte", Value: now}}}})
-	if err != nil {
-		return 0, fmt.Errorf("delete expired sessions: %w", err)
 	}
 	return res.DeletedCount, nil
 }

@@ -4,6 +4,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -20,18 +22,36 @@ const (
 	LoginRecords = "login_records"
 )
 
-// accountHolds is the collection of the holds of accounts being written (see updateOne).
-const accountHolds = "account_holds"
-
 // Store is the MongoDB account store; it implements accounts.Store.
 type Store struct {
 	users, sessions, records *mongo.Collection
-	// holds serialize the writes of one account (see updateOne).
-	holds *mongo.Collection
+	// recordRetention is how long a login record is kept: its expires_at is its created_at
+	// plus this.
+	recordRetention time.Duration
 }
 
-// New returns a store over db after making sure its indexes exist; every replica runs it.
-func New(ctx context.Context, db *mongo.Database) (*Store, error) {
+// New returns a store over db after bringing its schema up to date and making sure its
+// indexes exist; every replica runs it. Login records it writes expire recordRetention after
+// they were made.
+func New(ctx context.Context, db *mongo.Database, recordRetention time.Duration) (*Store, error) {
+	if recordRetention <= 0 {
+		return nil, errors.New("store: the login record retention must be positive")
+	}
+	if err := mongodb.Migrate(ctx, db, migrations(recordRetention)...); err != nil {
+		return nil, err
+	}
+	if err := mongodb.EnsureIndexes(ctx, db, indexes()...); err != nil {
+		return nil, err
+	}
+	return &Store{users: db.Collection(Users), sessions: db.Collection(Sessions),
+		records: db.Collection(LoginRecords), recordRetention: recordRetention}, nil
+}
+
+// ttlIndex is the name of the TTL index on expires_at of sessions and login records: the
+// server deletes a document once its expires_at has passed (expireAfterSeconds 0).
+const ttlIndex = "expires_at_ttl"
+
+func indexes() []mongodb.Index {
 	ix := func(coll, name string, unique bool, keys ...string) mongodb.Index {
 		d := bson.D{}
 		for _, k := range keys {
@@ -44,7 +64,11 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 		return mongodb.Index{Collection: coll, Model: mongo.IndexModel{Keys: d,
 			Options: options.Index().SetName(name).SetUnique(unique)}}
 	}
-	err := mongodb.EnsureIndexes(ctx, db,
+	ttl := func(coll string) mongodb.Index {
+		return mongodb.Index{Collection: coll, Model: mongo.IndexModel{Keys: bson.D{{Key: "expires_at", Value: 1}},
+			Options: options.Index().SetName(ttlIndex).SetExpireAfterSeconds(0)}}
+	}
+	return []mongodb.Index{
 		// The unique index on the lower-cased e-mail is what decides registration races.
 		ix(Users, "email_unique", true, "email"),
 		// Not unique: FerretDB ignores "sparse", and a unique index would then allow only one
@@ -57,21 +81,37 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 		// The banned and the suspended: their lists and the overview's counts.
 		ix(Users, "status", false, "status"),
 		ix(Users, "timeout_until", false, "timeout_until"),
-		ix(Sessions, "expires_at", false, "expires_at"),
+		ttl(Sessions),
 		ix(Sessions, "user_id", false, "user_id"),
+		ttl(LoginRecords),
 		ix(LoginRecords, "created_at", false, "-created_at"),
 		ix(LoginRecords, "user_id_created_at", false, "user_id", "-created_at"),
 		ix(LoginRecords, "email_created_at", false, "email", "-created_at"),
-	)
-	if err != nil {
-		return nil, err
 	}
-	return &Store{users: db.Collection(Users), sessions: db.Collection(Sessions),
-		records: db.Collection(LoginRecords), holds: db.Collection(accountHolds)}, nil
+}
+
+// migrations are the steps of the store's schema. The TTL indexes are created by New after
+// them: a TTL index cannot be created while a plain index on the same key exists.
+func migrations(recordRetention time.Duration) []mongodb.Step {
+	return []mongodb.Step{
+		{Version: 1, Name: "drop the account write holds", Run: mongodb.DropCollections("account_holds")},
+		{Version: 2, Name: "sessions expire through a TTL index", Run: mongodb.DropIndexes(Sessions, "expires_at")},
+		{Version: 3, Name: "login records carry their expiry", Run: func(ctx context.Context, db *mongo.Database) error {
+			return setRecordExpiry(ctx, db.Collection(LoginRecords), recordRetention)
+		}},
+	}
+}
+
+// setRecordExpiry gives every login record without expires_at one: its created_at plus
+// retention. One update over the collection, so a retry does only what is left.
+func setRecordExpiry(ctx context.Context, records *mongo.Collection, retention time.Duration) error {
+	filter := bson.D{{Key: "expires_at", Value: bson.D{{Key: "$exists", Value: false}}}}
+	expiry := bson.D{{Key: "$add", Value: bson.A{"$created_at", retention.Milliseconds()}}}
+	update := bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "expires_at", Value: expiry}}}}}
+	if _, err := records.UpdateMany(ctx, filter, update); err != nil {
+		return fmt.Errorf("set the expiry of login records: %w", err)
+	}
+	return nil
 }
 
 func byID(id string) bson.D { return bson.D{{Key: "_id", Value: id}} }
-
-// SweepInterval is how often expired documents are deleted (see mongodb.Sweeper). Expired
-// ones are already ignored by every read, so the interval only bounds the space they take.
-const SweepInterval = 10 * time.Minute

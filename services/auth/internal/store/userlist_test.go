@@ -242,12 +242,11 @@ func sameStanding(a, b accounts.Standing) bool {
 		eqT(a.TimeoutUntil, b.TimeoutUntil)
 }
 
-// Logins stamping an account while it is banned, on the real wire server: the ban stays
-// (FerretDB writes an updated document back whole, so without the account hold a stamp
-// read before the ban would write the old standing back).
+// Logins stamping an account while it is banned, on the real wire server: the ban stays,
+// as a stamp sets only last_login_at and never writes back a standing it did not change.
 func TestStampsDoNotUndoABan(t *testing.T) {
 	ctx := context.Background()
-	s, err := New(ctx, testenv.Mongo(t))
+	s, err := New(ctx, testenv.Mongo(t), testRetention)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,12 +88,12 @@ func (s *Store) LinkIDP(ctx context.Context, userID, sub string, now time.Time) 
 		{Key: "$unset", Value: bson.D{{Key: "password_hash", Value: ""}}},
 		{Key: "$inc", Value: bson.D{{Key: "session_epoch", Value: int64(1)}}},
 	}
-	return s.updateOne(ctx, userID, "link identity", filter, update)
+	return s.updateOne(ctx, "link identity", filter, update)
 }
 
 // SetLastLogin stamps a successful login.
 func (s *Store) SetLastLogin(ctx context.Context, userID string, at time.Time) error {
-	_, err := s.update(ctx, userID, "set last login", byID(userID), bson.D{{Key: "last_login_at", Value: at}})
+	_, err := s.update(ctx, "set last login", byID(userID), bson.D{{Key: "last_login_at", Value: at}})
 	return err
 }
 
@@ -101,15 +101,15 @@ func (s *Store) SetLastLogin(ctx context.Context, userID string, at time.Time) e
 // false when the account no longer has old.
 func (s *Store) SetPasswordHash(ctx context.Context, userID, old, hash string, now time.Time) (bool, error) {
 	filter := append(byID(userID), bson.E{Key: "password_hash", Value: old})
-	return s.update(ctx, userID, "set password hash", filter,
+	return s.update(ctx, "set password hash", filter,
 		bson.D{{Key: "password_hash", Value: hash}, {Key: "updated_at", Value: now}})
 }
 
-// SetRole changes the role only if it is still from: a compare-and-set, since FerretDB has
-// no transactions.
+// SetRole changes the role only if it is still from: a compare-and-set, so that of
+// concurrent changes of one role exactly one applies.
 func (s *Store) SetRole(ctx context.Context, userID, from, to string, now time.Time) (bool, error) {
 	filter := append(byID(userID), bson.E{Key: "role", Value: from})
-	return s.update(ctx, userID, "set role", filter, bson.D{{Key: "role", Value: to}, {Key: "updated_at", Value: now}})
+	return s.update(ctx, "set role", filter, bson.D{{Key: "role", Value: to}, {Key: "updated_at", Value: now}})
 }
 
 // Restrict sets the account's status and limit fields r names, whatever they were (the
@@ -131,7 +131,7 @@ func (s *Store) Restrict(ctx context.Context, userID string, r accounts.Restrict
 	if r.QuotaLimit != nil {
 		set = append(set, bson.E{Key: "quota_limit", Value: *r.QuotaLimit})
 	}
-	return s.update(ctx, userID, "restrict account", byID(userID), set)
+	return s.update(ctx, "restrict account", byID(userID), set)
 }
 
 // SetStanding writes the standing to over from in one conditional update: it applies only
@@ -159,7 +159,7 @@ func (s *Store) SetStanding(ctx context.Context, userID string, from, to account
 	if len(unset) > 0 {
 		update = append(update, bson.E{Key: "$unset", Value: unset})
 	}
-	return s.updateOne(ctx, userID, "set standing", filter, update)
+	return s.updateOne(ctx, "set standing", filter, update)
 }
 
 // orNull is what v points to, or nil (BSON null) when v is nil.
@@ -187,50 +187,16 @@ func (s *Store) CountRole(ctx context.Context, role string) (int64, error) {
 	return n, nil
 }
 
-// update applies $set to account userID when it matches filter and reports whether it did.
-func (s *Store) update(ctx context.Context, userID, op string, filter, set bson.D) (bool, error) {
-	return s.updateOne(ctx, userID, op, filter, bson.D{{Key: "$set", Value: set}})
+// update applies $set to the account filter matches and reports whether it did.
+func (s *Store) update(ctx context.Context, op string, filter, set bson.D) (bool, error) {
+	return s.updateOne(ctx, op, filter, bson.D{{Key: "$set", Value: set}})
 }
 
-// writeLease is how long a write holds an account before another may take the hold over
-// (its writer died).
-const writeLease = 5 * time.Second
-
-// updateOne applies update to account userID when it matches filter, while holding the
-// account: FerretDB answers an update by reading the document and writing it back whole,
-// without checking the filter again, so two writers of one account at once (a login stamp
-// and a ban) could lose one write. A hold is a document inserted under the account's id:
-// the insert is unique, so one writer at a time writes the account; the others wait for
-// it (a few milliseconds: every write is one update).
-func (s *Store) updateOne(ctx context.Context, userID, op string, filter, update bson.D) (bool, error) {
-	var at time.Time
-	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		at = time.Now().UTC().Truncate(time.Millisecond)
-		_, err := s.holds.InsertOne(ctx, bson.D{{Key: "_id", Value: userID}, {Key: "at", Value: at}})
-		if err == nil {
-			break
-		}
-		if !mongo.IsDuplicateKeyError(err) {
-			return false, fmt.Errorf("%s: hold account: %w", op, err)
-		}
-		var held struct {
-			At time.Time `bson:"at"`
-		}
-		if err := s.holds.FindOne(ctx, byID(userID)).Decode(&held); err == nil && time.Since(held.At) > writeLease {
-			_, _ = s.holds.DeleteOne(ctx, bson.D{{Key: "_id", Value: userID}, {Key: "at", Value: held.At}})
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return false, fmt.Errorf("%s: wait for the account: %w", op, ctx.Err())
-		case <-time.After(wait):
-		}
-	}
-	defer func() {
-		// A hold that cannot be released is taken over by the next writer once writeLease has
-		// passed: the account waits at most that long.
-		_, _ = s.holds.DeleteOne(context.WithoutCancel(ctx), bson.D{{Key: "_id", Value: userID}, {Key: "at", Value: at}})
-	}()
+// updateOne applies update to the account filter matches (by _id) and reports whether it
+// did. The server checks the filter and applies the update as one atomic step, so of
+// concurrent writers whose filters exclude each other's results exactly one wins, and
+// writes of other fields (a login stamp) never undo one another.
+func (s *Store) updateOne(ctx context.Context, op string, filter, update bson.D) (bool, error) {
 	res, err := s.users.UpdateOne(ctx, filter, update)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)

@@ -1,13 +1,11 @@
-// Package app wires the quota service on what the boot path opened: the window rules, the
-// routes and the bucket sweeper.
+// Package app wires the quota service on what the boot path opened: the window rules and the
+// routes.
 package app
 
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/services/quota/internal/config"
 	quotahttp "github.com/linkmesh/linkmesh/services/quota/internal/http"
@@ -16,15 +14,15 @@ import (
 )
 
 // Wire builds the quota service on what the boot path opened: the windows over Redis and
-// their durable buckets, and the internal routes; its worker sweeps expired buckets.
+// their durable buckets, and the internal routes. Expired buckets are deleted by
+// quota_usage's TTL index, so the service runs no worker.
 func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
-	if err := store.EnsureIndexes(ctx, env.Stores.DB); err != nil {
-		return service.Parts{}, fmt.Errorf("ensure indexes: %w", err)
+	if err := store.Prepare(ctx, env.Stores.DB); err != nil {
+		return service.Parts{}, fmt.Errorf("prepare store: %w", err)
 	}
-	st := store.New(env.Stores.DB)
 	limiter := window.New(window.Options{
 		Redis:  env.Stores.Redis,
-		Ledger: st,
+		Ledger: store.New(env.Stores.DB),
 		Scopes: window.Scopes(window.Sizes{AnonLimit: cfg.AnonQuota, AnonWindow: cfg.AnonWindow,
 			LoginFailures: cfg.LoginMaxFailures, LoginFailuresPerEmail: cfg.LoginMaxFailuresPerEmail,
 			LoginWindow: cfg.LoginWindow, UserWindow: cfg.UserWindow}),
@@ -32,7 +30,5 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	})
 	decisions := env.Metrics.CounterVec("quota_decisions_total", "Quota reservations by scope and decision (allowed, denied).", "scope", "decision")
 	quotahttp.Routes(env.Server.App(), env.Keys, limiter, decisions)
-	sweeper := mongodb.Sweeper{What: "quota buckets", Interval: store.SweepInterval, Delete: st.DeleteExpired,
-		Now: time.Now, Logger: env.Logger}
-	return service.Parts{Workers: []func(context.Context){sweeper.Run}}, nil
+	return service.Parts{}, nil
 }

@@ -23,7 +23,9 @@ const Collection = "quota_usage"
 // "2026-11-21T13:05Z". Fixed width, so text order is time order.
 const WindowStartLayout = "2006-01-02T15:04Z"
 
-// upsertAttempts bounds retries of an upsert that lost a creation race to the unique index.
+// upsertAttempts bounds the tries of one increment. Concurrent upserts of a bucket that does
+// not exist yet may all miss it, and all but one insert then fails with a duplicate key;
+// the retry finds the inserted bucket and increments it.
 const upsertAttempts = 3
 
 // usageDoc is one bucket document.
@@ -44,9 +46,20 @@ type Store struct {
 // New returns a Store on db.
 func New(db *mongo.Database) *Store { return &Store{coll: db.Collection(Collection)} }
 
-// EnsureIndexes creates the unique bucket index and the sweeper's index; every replica runs
-// it at start-up.
-func EnsureIndexes(ctx context.Context, db *mongo.Database) error {
+// migrations are the quota database's schema steps, which Prepare runs in order.
+var migrations = []mongodb.Step{
+	// expires_at_ttl is the index of the key expires_at; MongoDB refuses a second index of
+	// one key with other options, so the plain index expires_at goes.
+	{Version: 1, Name: "quota_usage expires by a TTL index", Run: mongodb.DropIndexes(Collection, "expires_at")},
+}
+
+// Prepare migrates db to the present schema and creates the indexes: the unique bucket
+// index, and the TTL index that deletes a bucket once its expires_at has passed. Every
+// replica runs it at start-up.
+func Prepare(ctx context.Context, db *mongo.Database) error {
+	if err := mongodb.Migrate(ctx, db, migrations...); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
 	return mongodb.EnsureIndexes(ctx, db,
 		mongodb.Index{Collection: Collection, Model: mongo.IndexModel{
 			Keys:    bson.D{{Key: "scope", Value: 1}, {Key: "identity_key", Value: 1}, {Key: "window_start", Value: 1}},
@@ -54,7 +67,7 @@ func EnsureIndexes(ctx context.Context, db *mongo.Database) error {
 		}},
 		mongodb.Index{Collection: Collection, Model: mongo.IndexModel{
 			Keys:    bson.D{{Key: "expires_at", Value: 1}},
-			Options: options.Index().SetName("expires_at"),
+			Options: options.Index().SetExpireAfterSeconds(0).SetName("expires_at_ttl"),
 		}},
 	)
 }
@@ -67,16 +80,17 @@ func bucketFilter(scope, key string, start time.Time) bson.D {
 	}
 }
 
-// Add changes a bucket's count by delta; see window.Ledger. A new bucket is inserted
-// whole: on FerretDB an upsert costs a filtered read first (five times an insert's cost:
-// 712 against 3,707 writes/s measured in benchcreate), and most buckets are new, since a
-// caller rarely takes two units in one minute. Only a bucket that already exists is
-// incremented.
+// Add changes a bucket's count by delta; see window.Ledger. Each change is one atomic
+// update on the server, so concurrent changes of one bucket from any number of replicas all
+// count. An increment upserts the bucket; its expires_at only ever moves later, so a
+// lengthened window keeps the bucket as long as the new window needs it. A decrement never
+// takes a count below zero and never creates a bucket.
 func (s *Store) Add(ctx context.Context, b window.Bucket, delta int) error {
 	filter := bucketFilter(b.Scope, b.Key, b.Start)
-	inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "count", Value: delta}}}}
+	inc := bson.E{Key: "$inc", Value: bson.D{{Key: "count", Value: delta}}}
 	if delta < 0 {
-		if _, err := s.coll.UpdateOne(ctx, filter, inc); err != nil {
+		filter = append(filter, bson.E{Key: "count", Value: bson.D{{Key: "$gte", Value: -delta}}})
+		if _, err := s.coll.UpdateOne(ctx, filter, bson.D{inc}); err != nil {
 			return fmt.Errorf("decrement quota bucket: %w", err)
 		}
 		return nil
@@ -85,25 +99,20 @@ func (s *Store) Add(ctx context.Context, b window.Bucket, delta int) error {
 	if b.Anonymous {
 		anonymous = 1
 	}
-	for range upsertAttempts {
-		_, err := s.coll.InsertOne(ctx, usageDoc{IdentityKey: b.Key, Scope: b.Scope, IsAnonymous: anonymous,
-			WindowStart: b.Start.UTC().Format(WindowStartLayout), Count: delta, ExpiresAt: b.ExpiresAt.UTC()})
-		if err == nil {
-			return nil
-		}
-		if !mongo.IsDuplicateKeyError(err) {
-			return fmt.Errorf("insert quota bucket: %w", err)
-		}
-		res, err := s.coll.UpdateOne(ctx, filter, bson.D{inc[0], {Key: "$set", Value: bson.D{{Key: "expires_at", Value: b.ExpiresAt.UTC()}}}})
-		if err != nil {
-			return fmt.Errorf("increment quota bucket: %w", err)
-		}
-		if res.MatchedCount == 1 {
-			return nil
-		}
-		// The bucket vanished between the two steps (the sweeper); insert it again.
+	update := bson.D{inc,
+		{Key: "$max", Value: bson.D{{Key: "expires_at", Value: b.ExpiresAt.UTC()}}},
+		{Key: "$setOnInsert", Value: bson.D{{Key: "is_anonymous", Value: anonymous}}},
 	}
-	return fmt.Errorf("increment quota bucket: it kept vanishing after %d attempts", upsertAttempts)
+	var err error
+	for range upsertAttempts {
+		if _, err = s.coll.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true)); !mongo.IsDuplicateKeyError(err) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("increment quota bucket: %w", err)
+	}
+	return nil
 }
 
 // Buckets returns the counting buckets of (scope, key) from the minute from on; see
@@ -134,16 +143,3 @@ func (s *Store) Buckets(ctx context.Context, scope, key string, from time.Time) 
 	}
 	return out, nil
 }
-
-// DeleteExpired removes the buckets whose units have all left their window by now.
-func (s *Store) DeleteExpired(ctx context.Context, now time.Time) (int64, error) {
-	res, err := s.coll.DeleteMany(ctx, bson.D{{Key: "expires_at", Value: bson.D{{Key: "$lt", Value: now.UTC()}}}})
-	if err != nil {
-		return 0, fmt.Errorf("delete expired quota buckets: %w", err)
-	}
-	return res.DeletedCount, nil
-}
-
-// SweepInterval is how often expired documents are deleted (see mongodb.Sweeper). Expired
-// ones are already ignored by every read, so the interval only bounds the space they take.
-const SweepInterval = 10 * time.Minute

@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/services/quota/internal/window"
@@ -15,17 +17,19 @@ import (
 func newStore(t *testing.T) (*Store, *mongo.Database) {
 	t.Helper()
 	db := testenv.Mongo(t)
-	if err := EnsureIndexes(context.Background(), db); err != nil {
+	if err := Prepare(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
 	// Running it twice, as a second replica does, must be harmless.
-	if err := EnsureIndexes(context.Background(), db); err != nil {
-		t.Fatalf("second EnsureIndexes: %v", err)
+	if err := Prepare(context.Background(), db); err != nil {
+		t.Fatalf("second Prepare: %v", err)
 	}
 	return New(db), db
 }
 
-var minute = time.Date(2026, 11, 21, 13, 5, 0, 0, time.UTC)
+// minute is the tests' bucket: far ahead, so that the TTL index, which deletes by the real
+// clock, never deletes a test's buckets.
+var minute = time.Date(2126, 11, 21, 13, 5, 0, 0, time.UTC)
 
 func bucket(key string, start time.Time) window.Bucket {
 	return window.Bucket{Scope: "anonymous_create", Key: key, Anonymous: true, Start: start,
@@ -44,7 +48,7 @@ func TestAddWritesTheDocumentShape(t *testing.T) {
 	if err := db.Collection(Collection).FindOne(ctx, bson.D{{Key: "identity_key", Value: "k1"}}).Decode(&doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc["window_start"] != "2026-11-21T13:05Z" || doc["scope"] != "anonymous_create" {
+	if doc["window_start"] != "2126-11-21T13:05Z" || doc["scope"] != "anonymous_create" {
 		t.Fatalf("document %v", doc)
 	}
 	if n, _ := doc["count"].(int32); n != 2 {
@@ -76,6 +80,7 @@ func TestBucketsAndDecrements(t *testing.T) {
 		{"k1", minute, 1},
 		{"k1", minute.Add(time.Minute), 1},
 		{"k1", minute.Add(time.Minute), -1}, // released: count 0, not returned
+		{"k1", minute.Add(time.Minute), -1}, // released again: stays 0
 		{"k2", minute, 1},                   // other key
 		{"k1", minute.Add(5 * time.Minute), -1},
 	}
@@ -96,9 +101,14 @@ func TestBucketsAndDecrements(t *testing.T) {
 		t.Fatalf("all buckets = %+v, %v; want 2, oldest first", all, err)
 	}
 	// A decrement of a bucket that does not exist must not create one with count -1.
-	n, err := s.coll.CountDocuments(ctx, bson.D{{Key: "window_start", Value: "2026-11-21T13:10Z"}})
+	n, err := s.coll.CountDocuments(ctx, bson.D{{Key: "window_start", Value: "2126-11-21T13:10Z"}})
 	if err != nil || n != 0 {
 		t.Fatalf("decrement created %d documents (%v)", n, err)
+	}
+	// Nor does a decrement take a count below zero.
+	n, err = s.coll.CountDocuments(ctx, bson.D{{Key: "count", Value: bson.D{{Key: "$lt", Value: 0}}}})
+	if err != nil || n != 0 {
+		t.Fatalf("%d buckets count below zero (%v)", n, err)
 	}
 }
 
@@ -106,7 +116,7 @@ func TestUniqueBucketIndex(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
 	doc := bson.D{{Key: "scope", Value: "anonymous_create"}, {Key: "identity_key", Value: "k"},
-		{Key: "window_start", Value: "2026-11-21T13:05Z"}, {Key: "count", Value: 1}}
+		{Key: "window_start", Value: "2126-11-21T13:05Z"}, {Key: "count", Value: 1}}
 	if _, err := s.coll.InsertOne(ctx, doc); err != nil {
 		t.Fatal(err)
 	}
@@ -115,24 +125,108 @@ func TestUniqueBucketIndex(t *testing.T) {
 	}
 }
 
-func TestDeleteExpiredDeletesOnlyExpired(t *testing.T) {
+// An increment moves expires_at later when the window grew, never earlier.
+func TestAddKeepsTheLatestExpiry(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
-	for i, key := range []string{"old", "edge", "fresh"} {
-		b := bucket(key, minute)
-		b.ExpiresAt = minute.Add(time.Duration(i-1) * time.Second) // -1s, 0, +1s
+	b := bucket("k1", minute)
+	for _, exp := range []time.Time{b.ExpiresAt, b.ExpiresAt.Add(time.Hour), b.ExpiresAt} {
+		b.ExpiresAt = exp
 		if err := s.Add(ctx, b, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	n, err := s.DeleteExpired(ctx, minute)
-	if err != nil || n != 1 {
-		t.Fatalf("DeleteExpired = %d, %v; want 1", n, err)
+	got, err := s.Buckets(ctx, b.Scope, b.Key, time.Time{})
+	if err != nil || len(got) != 1 || got[0].Count != 3 || !got[0].ExpiresAt.Equal(bucket("k1", minute).ExpiresAt.Add(time.Hour)) {
+		t.Fatalf("Buckets = %+v, %v; want count 3 expiring an hour after the first expiry", got, err)
 	}
-	for key, want := range map[string]int{"old": 0, "edge": 1, "fresh": 1} {
-		got, err := s.Buckets(ctx, "anonymous_create", key, time.Time{})
-		if err != nil || len(got) != want {
-			t.Errorf("%s: %d buckets (%v), want %d", key, len(got), err, want)
+}
+
+// TestConcurrentAddsOfOneNewBucket: 64 writers add to a bucket that does not exist yet, all
+// at once, so their upserts race to create it (and may answer duplicate key, which Add
+// retries); every unit counts, in one document.
+func TestConcurrentAddsOfOneNewBucket(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	const writers = 64
+	for round := range 3 {
+		start := minute.Add(time.Duration(round) * time.Minute)
+		ready := make(chan struct{})
+		var wg sync.WaitGroup
+		for range writers {
+			wg.Go(func() {
+				<-ready
+				if err := s.Add(ctx, bucket("k1", start), 1); err != nil {
+					t.Errorf("add: %v", err)
+				}
+			})
 		}
+		close(ready)
+		wg.Wait()
+		got, err := s.Buckets(ctx, "anonymous_create", "k1", start)
+		if err != nil || len(got) != 1 || got[0].Count != writers {
+			t.Fatalf("round %d: Buckets = %+v, %v; want one bucket counting %d", round, got, err, writers)
+		}
+	}
+}
+
+// indexSpec is what listIndexes answers about one index.
+type indexSpec struct {
+	Name               string   `bson:"name"`
+	Key                bson.D   `bson:"key"`
+	ExpireAfterSeconds *float64 `bson:"expireAfterSeconds"`
+}
+
+// expiresAtIndexes returns the indexes of quota_usage whose key is {expires_at: 1}.
+func expiresAtIndexes(t *testing.T, db *mongo.Database) []indexSpec {
+	t.Helper()
+	cur, err := db.Collection(Collection).Indexes().List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []indexSpec
+	if err := cur.All(context.Background(), &all); err != nil {
+		t.Fatal(err)
+	}
+	var out []indexSpec
+	for _, ix := range all {
+		if len(ix.Key) == 1 && ix.Key[0].Key == "expires_at" {
+			out = append(out, ix)
+		}
+	}
+	return out
+}
+
+// A bucket is deleted by the store itself once its expires_at has passed: a TTL index on
+// expires_at that expires at the field's own time.
+func TestExpiresAtIsATTLIndex(t *testing.T) {
+	_, db := newStore(t)
+	ix := expiresAtIndexes(t, db)
+	if len(ix) != 1 {
+		t.Fatalf("indexes on expires_at: %v, want one", ix)
+	}
+	if after := ix[0].ExpireAfterSeconds; after == nil || *after != 0 {
+		t.Fatalf("index %+v: want expireAfterSeconds 0, a TTL index expiring at expires_at itself", ix[0])
+	}
+}
+
+// A database at schema version 0 holds a plain index on expires_at; Prepare replaces it by
+// the TTL index.
+func TestPrepareReplacesThePlainExpiresAtIndex(t *testing.T) {
+	db := testenv.Mongo(t)
+	ctx := context.Background()
+	_, err := db.Collection(Collection).Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys: bson.D{{Key: "expires_at", Value: 1}}, Options: options.Index().SetName("expires_at")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := Prepare(ctx, db); err != nil {
+			t.Fatalf("Prepare: %v", err)
+		}
+	}
+	ix := expiresAtIndexes(t, db)
+	if len(ix) != 1 || ix[0].Name != "expires_at_ttl" || ix[0].ExpireAfterSeconds == nil {
+		t.Fatalf("indexes on expires_at after Prepare: %v, want only expires_at_ttl", ix)
 	}
 }

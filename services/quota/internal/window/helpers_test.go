@@ -42,7 +42,7 @@ type memLedger struct {
 
 	failAdd error // returned by Add when set
 
-	// inFlight and maxInFlight detect concurrent Adds; addDelay widens the overlap window.
+	// inFlight and maxInFlight measure how many Adds overlap; addDelay widens the overlap.
 	inFlight, maxInFlight atomic.Int32
 	addDelay              time.Duration
 
@@ -81,7 +81,7 @@ func (m *memLedger) Add(_ context.Context, b Bucket, delta int) error {
 	}
 	id := bucketID(b.Scope, b.Key, b.Start)
 	cur, ok := m.buckets[id]
-	if !ok && delta < 0 {
+	if (!ok && delta < 0) || cur.Count+delta < 0 {
 		return nil
 	}
 	if !ok {

@@ -30,10 +30,10 @@ import (
 //     so the marker can only have vanished again after a whole window without reserves — by
 //     then every unit the stale read missed has left the window anyway.
 //  4. Redis loses its state while a reservation is between its Redis step and its ledger
-//     write: a few milliseconds, or up to opTimeout while its combined write waits for the
-//     counter's lock. A hydration in that gap misses those units: the only under-count,
-//     bounded by the units of the counter waiting for a ledger write at the instant of the
-//     loss. Writing the ledger first would instead hand out units Redis then refuses.
+//     write (one atomic update, a few milliseconds). A hydration in that gap misses those
+//     units: the only under-count, bounded by the units of the counter waiting for a ledger
+//     write at the instant of the loss. Writing the ledger first would instead hand out
+//     units Redis then refuses.
 //  5. Release after a loss: the real member is gone (only synthetic ones exist), ZREM
 //     removes nothing and the unit stays counted until it leaves the window — conservative,
 //     and it keeps double releases from decrementing twice.

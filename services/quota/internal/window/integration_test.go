@@ -47,11 +47,15 @@ type env struct {
 	replicas []*window.Limiter
 }
 
+// clockStart is when a test's clock starts: far ahead, so that quota_usage's TTL index, which
+// deletes by the real clock, never deletes a test's buckets.
+var clockStart = time.Date(2126, 11, 21, 13, 5, 30, 0, time.UTC)
+
 func newEnv(t *testing.T, limit int, win time.Duration) *env {
 	t.Helper()
 	e := &env{rdb: testenv.Redis(t), db: testenv.Mongo(t), key: testenv.Name("key"),
-		clock: &clock{t: time.Date(2026, 11, 21, 13, 5, 30, 0, time.UTC)}}
-	if err := store.EnsureIndexes(context.Background(), e.db); err != nil {
+		clock: &clock{t: clockStart}}
+	if err := store.Prepare(context.Background(), e.db); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -149,6 +153,52 @@ func TestConcurrentReservesAreExact(t *testing.T) {
 	}
 	if got := e.durable(t); got != 10 {
 		t.Fatalf("quota_usage counts %d, want 10", got)
+	}
+}
+
+// TestConcurrentUnitsOfOneBucketAreExact: 64 units of one counter taken at once, on three
+// replicas, all land in one new bucket, so their upserts race to create it and then
+// increment it; its count ends exact, and so it does after 64 concurrent releases.
+func TestConcurrentUnitsOfOneBucketAreExact(t *testing.T) {
+	const units = 64
+	e := newEnv(t, 100, 24*time.Hour)
+	start := make(chan struct{})
+	ids := make(chan string, units)
+	var wg sync.WaitGroup
+	for i := range units {
+		wg.Go(func() {
+			<-start
+			d, err := e.replicas[i%3].Reserve(context.Background(), scope, e.key)
+			if err != nil || !d.Allowed {
+				t.Errorf("reserve = %+v, %v", d, err)
+				return
+			}
+			ids <- d.ID
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(ids)
+	n, err := e.db.Collection(store.Collection).CountDocuments(context.Background(), bson.D{{Key: "identity_key", Value: e.key}})
+	if err != nil || n != 1 {
+		t.Fatalf("quota_usage holds %d buckets of the counter (%v), want 1", n, err)
+	}
+	if got := e.durable(t); got != units {
+		t.Fatalf("quota_usage counts %d after %d concurrent reserves, want %d", got, units, units)
+	}
+	i := 0
+	for id := range ids {
+		replica := e.replicas[i%3]
+		wg.Go(func() {
+			if err := replica.Release(context.Background(), scope, e.key, id); err != nil {
+				t.Errorf("release: %v", err)
+			}
+		})
+		i++
+	}
+	wg.Wait()
+	if got := e.durable(t); got != 0 {
+		t.Fatalf("quota_usage counts %d after releasing every unit, want 0", got)
 	}
 }
 

@@ -85,30 +85,6 @@ func TestReleaseLedgerFailureKeepsUnitForRetry(t *testing.T) {
 	}
 }
 
-func TestLedgerWritesAreSerializedPerCounter(t *testing.T) {
-	rdb := testenv.Redis(t)
-	key := testenv.Name("key")
-	ledger, clock := newLedger(), newClock()
-	ledger.addDelay = 5 * time.Millisecond
-	// Two limiters play two replicas sharing Redis and the ledger.
-	replicas := []*Limiter{newRedisLimiter(t, rdb, ledger, clock, 10), newRedisLimiter(t, rdb, ledger, clock, 10)}
-	var wg sync.WaitGroup
-	for i := range 10 {
-		wg.Go(func() {
-			if d, err := replicas[i%2].Reserve(context.Background(), scope, key); err != nil || !d.Allowed {
-				t.Errorf("reserve = %+v, %v", d, err)
-			}
-		})
-	}
-	wg.Wait()
-	if got := ledger.maxInFlight.Load(); got != 1 {
-		t.Fatalf("up to %d ledger writes of one counter overlapped, want 1", got)
-	}
-	if got := ledger.total(scope, key); got != 10 {
-		t.Fatalf("ledger total = %d, want 10", got)
-	}
-}
-
 // TestStaleHydrationDoesNotOverwrite forces race 3 of hydrate.go: replica A reads the ledger,
 // replica B hydrates and takes a unit, then A's hydration lands. A must not replace B's set
 // with its stale read, or B's unit would be forgotten.
@@ -188,10 +164,9 @@ func TestConcurrentHydrationsCountOnce(t *testing.T) {
 	}
 }
 
-// One caller's parallel burst shares ledger writes: the units that arrive while a write of
-// their bucket waits for the lock ride along in it, so 40 units cost far fewer than 40
-// writes, and the ledger still counts each exactly once.
-func TestParallelUnitsShareLedgerWrites(t *testing.T) {
+// One caller's parallel burst writes the ledger once per unit, concurrently (nothing makes
+// the units of one counter wait in line), and the ledger counts each exactly once.
+func TestParallelUnitsAreEachRecorded(t *testing.T) {
 	rdb := testenv.Redis(t)
 	key := testenv.Name("key")
 	ledger, clock := newLedger(), newClock()
@@ -214,13 +189,12 @@ func TestParallelUnitsShareLedgerWrites(t *testing.T) {
 	if got := ledger.total(scope, key); got != 40 {
 		t.Fatalf("ledger total = %d, want 40", got)
 	}
-	if got := ledger.adds.Load(); got >= 20 {
-		t.Fatalf("40 parallel units took %d ledger writes, want them combined (< 20)", got)
+	if got := ledger.adds.Load(); got != 40 {
+		t.Fatalf("40 parallel units took %d ledger writes, want one each", got)
 	}
-	if got := ledger.maxInFlight.Load(); got != 1 {
-		t.Fatalf("up to %d ledger writes of one counter overlapped, want 1", got)
+	if got := ledger.maxInFlight.Load(); got < 2 {
+		t.Fatalf("at most %d ledger writes of one counter overlapped; they were serialized", got)
 	}
-	// Releases combine the same way and net out exactly.
 	for id := range ids {
 		wg.Go(func() {
 			if err := l.Release(context.Background(), scope, key, id); err != nil {
@@ -234,9 +208,9 @@ func TestParallelUnitsShareLedgerWrites(t *testing.T) {
 	}
 }
 
-// A combined write that fails fails for every unit in it, and each takes its own unit back
-// out of Redis: nothing is handed out that the ledger does not hold.
-func TestFailedCombinedWriteUndoesEveryUnit(t *testing.T) {
+// Parallel units whose ledger writes fail each take their own unit back out of Redis:
+// nothing is handed out that the ledger does not hold.
+func TestFailedWritesUndoEveryUnit(t *testing.T) {
 	rdb := testenv.Redis(t)
 	key := testenv.Name("key")
 	ledger, clock := newLedger(), newClock()
@@ -255,36 +229,8 @@ func TestFailedCombinedWriteUndoesEveryUnit(t *testing.T) {
 	if n, total := zcard(t, rdb, key), ledger.total(scope, key); n != 0 || total != 0 {
 		t.Fatalf("after failed writes redis=%d ledger=%d, want 0 and 0", n, total)
 	}
-	if n := ledger.adds.Load(); n >= 20 {
-		t.Fatalf("20 units took %d failed writes; they were not combined", n)
-	}
 	ledger.setFailAdd(nil)
 	if d, err := l.Reserve(context.Background(), scope, key); err != nil || !d.Allowed || d.Used != 1 {
 		t.Fatalf("reserve after recovery = %+v, %v; want allowed, used 1", d, err)
-	}
-}
-
-// A batch whose write never gets the counter's lock (another writer holds it past the
-// operation's deadline) fails for every unit in it, without a write, and each unit is taken
-// back out of Redis.
-func TestBatchWithoutTheLockFailsWhole(t *testing.T) {
-	rdb := testenv.Redis(t)
-	key := testenv.Name("key")
-	ledger, clock := newLedger(), newClock()
-	l := newRedisLimiter(t, rdb, ledger, clock, 100)
-	if err := rdb.Set(context.Background(), keysFor(scope, key).lock, "another-writer", time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	for range 5 {
-		wg.Go(func() {
-			if _, err := l.Reserve(context.Background(), scope, key); !errs.IsKind(err, errs.KindUnavailable) {
-				t.Errorf("reserve without the lock = %v, want 503", err)
-			}
-		})
-	}
-	wg.Wait()
-	if n, adds := zcard(t, rdb, key), ledger.adds.Load(); n != 0 || adds != 0 {
-		t.Fatalf("redis holds %d units and the ledger saw %d writes; want 0 and 0", n, adds)
 	}
 }

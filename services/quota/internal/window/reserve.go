@@ -93,6 +93,24 @@ func (l *Limiter) hydrated(ctx context.Context, op, scope, key string, p Policy,
 	return time.Time{}, scriptResult{}, unavailable(op, errors.New("redis state lost again after every hydration"))
 }
 
+// record writes a unit taken in Redis to the ledger. If that fails the unit is removed from
+// Redis again: a unit is never handed out unless it is durable.
+func (l *Limiter) record(ctx context.Context, k redisKeys, b Bucket, id string) error {
+	err := l.ledger.Add(ctx, b, 1)
+	if err == nil {
+		return nil
+	}
+	uctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if rerr := removeScript.Run(uctx, l.rdb, []string{k.units}, id).Err(); rerr != nil {
+		// Redis now counts a unit nobody holds; it leaves with the window. Over-counting is
+		// the safe direction.
+		l.log.ErrorContext(ctx, "undo unrecorded unit failed; redis counts one unit more than the ledger",
+			"scope", b.Scope, "err", rerr)
+	}
+	return unavailable("record quota", err)
+}
+
 func (l *Limiter) runReserve(ctx context.Context, k redisKeys, p Policy, now time.Time, id string) (scriptResult, error) {
 	nowMs, winMs := now.UnixMilli(), p.Window.Milliseconds()
 	return l.runScript(ctx, reserveScript, k, nowMs, nowMs-winMs, p.Limit, id, winMs)
@@ -156,7 +174,7 @@ func (l *Limiter) Release(ctx context.Context, scope, key, id string) error {
 	if removed == 0 {
 		return nil
 	}
-	err = l.addDurably(ctx, k, bucketOf(scope, key, p, ms), -1)
+	err = l.ledger.Add(ctx, bucketOf(scope, key, p, ms), -1)
 	if err == nil {
 		return nil
 	}

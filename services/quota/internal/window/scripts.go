@@ -7,12 +7,11 @@ import "github.com/redis/go-redis/v9"
 type redisKeys struct {
 	units  string // sorted set: member = unit id, score = unix ms the unit was taken
 	marker string // present while the sorted set is authoritative for this counter
-	lock   string // serializes the counter's MongoDB writes (see durable.go)
 }
 
 func keysFor(scope, key string) redisKeys {
 	base := "quota:{" + scope + ":" + key + "}"
-	return redisKeys{units: base + ":units", marker: base + ":hydrated", lock: base + ":lock"}
+	return redisKeys{units: base + ":units", marker: base + ":hydrated"}
 }
 
 // reserveScript takes one unit if the window has room. Because it runs atomically, concurrent
@@ -86,20 +85,4 @@ var restoreScript = redis.NewScript(`
 redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
-`)
-
-// lockScript takes the counter's write lock. KEYS: lock. ARGV: token, ttl ms. Returns 1 if taken.
-var lockScript = redis.NewScript(`
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return 1
-end
-return 0
-`)
-
-// unlockScript frees the lock only if we still hold it. KEYS: lock. ARGV: token.
-var unlockScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
 `)

@@ -34,15 +34,16 @@ type Bucket struct {
 	Start time.Time
 	// Count is the number of units taken in that minute (filled by Ledger.Buckets).
 	Count int
-	// ExpiresAt is when every unit of the bucket has left the window; the sweeper deletes
-	// the bucket after it.
+	// ExpiresAt is when every unit of the bucket has left the window; the ledger deletes the
+	// bucket after it.
 	ExpiresAt time.Time
 }
 
 // Ledger is the durable record of reservations.
 type Ledger interface {
-	// Add changes the bucket's count by delta. A positive delta creates a missing bucket; a
-	// negative one on a missing bucket does nothing.
+	// Add changes the bucket's count by delta, atomically: concurrent Adds of one bucket from
+	// any number of replicas all count. A positive delta creates a missing bucket; a
+	// negative one never creates a bucket nor takes a count below zero.
 	Add(ctx context.Context, b Bucket, delta int) error
 	// Buckets returns the buckets of (scope, key) that start at or after from and count
 	// anything, oldest first.
@@ -86,8 +87,6 @@ type Limiter struct {
 	scopes map[string]Policy
 	now    func() time.Time
 	log    *slog.Logger
-	// batches combines concurrent ledger changes of one bucket (see addDurably).
-	batches batches
 }
 
 // New builds a Limiter.
@@ -128,6 +127,11 @@ func bucketOf(scope, key string, p Policy, ms int64) Bucket {
 	start := time.UnixMilli(ms - ms%time.Minute.Milliseconds()).UTC()
 	return Bucket{Scope: scope, Key: key, Anonymous: p.Anonymous, Start: start,
 		ExpiresAt: start.Add(time.Minute + p.Window)}
+}
+
+// cleanupContext is for undoing a step after the step itself may have used up ctx's time.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 }
 
 // unavailable wraps a datastore failure as a 503.

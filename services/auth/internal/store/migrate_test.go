@@ -26,6 +26,10 @@ func TestNewMigratesSchemaZero(t *testing.T) {
 		Options: options.Index().SetName("expires_at")}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := db.Collection(Users).Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "idp_uid", Value: 1}},
+		Options: options.Index().SetName("idp_uid")}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := db.Collection(LoginRecords).InsertOne(ctx, bson.D{{Key: "_id", Value: "r1"}, {Key: "email", Value: "a@example.com"},
 		{Key: "created_at", Value: created}}); err != nil {
 		t.Fatal(err)
@@ -46,8 +50,8 @@ func TestNewMigratesSchemaZero(t *testing.T) {
 	var v struct {
 		Version int `bson:"version"`
 	}
-	if err := db.Collection(mongodb.SchemaCollection).FindOne(ctx, byID("schema")).Decode(&v); err != nil || v.Version != 3 {
-		t.Fatalf("schema version %d, %v; want 3", v.Version, err)
+	if err := db.Collection(mongodb.SchemaCollection).FindOne(ctx, byID("schema")).Decode(&v); err != nil || v.Version != 4 {
+		t.Fatalf("schema version %d, %v; want 4", v.Version, err)
 	}
 	// Done once: a later start with another retention leaves stored expiries alone.
 	if _, err := New(ctx, db, 2*testRetention); err != nil {

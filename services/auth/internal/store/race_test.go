@@ -159,3 +159,40 @@ func TestConcurrentReadModifyWriteLosesNothing(t *testing.T) {
 		t.Fatalf("%d + %d wins and %d conflicts of %d attempts", standingWins.Load(), roleWins.Load(), conflicts.Load(), racers*attempts)
 	}
 }
+
+// Accounts linked at once to one identity provider subject: the unique idp_uid index lets
+// exactly one take it, and accounts without a subject are never in each other's way.
+func TestOneAccountPerSubject(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	for i := range racers {
+		id := fmt.Sprintf("sub%d", i)
+		if err := s.InsertUser(ctx, user(id, id+"@example.com")); err != nil {
+			t.Fatalf("account %d without a subject: %v", i, err)
+		}
+	}
+	var wins atomic.Int32
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() {
+			<-start
+			linked, err := s.LinkIDP(ctx, fmt.Sprintf("sub%d", i), "google-subject-1", time.Now())
+			if err != nil {
+				t.Error(err)
+			}
+			if linked {
+				wins.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d accounts linked to one subject, want 1", wins.Load())
+	}
+	u, err := s.UserByIDPUID(ctx, "google-subject-1")
+	if err != nil || u.IDPUID != "google-subject-1" {
+		t.Fatalf("the linked account: %+v, %v", u, err)
+	}
+}

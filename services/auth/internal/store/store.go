@@ -71,9 +71,10 @@ func indexes() []mongodb.Index {
 	return []mongodb.Index{
 		// The unique index on the lower-cased e-mail is what decides registration races.
 		ix(Users, "email_unique", true, "email"),
-		// Not unique: FerretDB ignores "sparse", and a unique index would then allow only one
-		// account without idp_uid. Linking is conditional on idp_uid being unset instead.
-		ix(Users, "idp_uid", false, "idp_uid"),
+		// One account per identity provider subject; sparse, so that any number of accounts
+		// have none.
+		{Collection: Users, Model: mongo.IndexModel{Keys: bson.D{{Key: "idp_uid", Value: 1}},
+			Options: options.Index().SetName("idp_uid_unique").SetUnique(true).SetSparse(true)}},
 		ix(Users, "role", false, "role"),
 		// The admin user list walks this one in its own order (id included, so no page needs
 		// a sort in memory); the few moderators and super admins are found through "role".
@@ -99,6 +100,8 @@ func migrations(recordRetention time.Duration) []mongodb.Step {
 		{Version: 3, Name: "login records carry their expiry", Run: func(ctx context.Context, db *mongo.Database) error {
 			return setRecordExpiry(ctx, db.Collection(LoginRecords), recordRetention)
 		}},
+		// idp_uid_unique replaces it (MongoDB refuses two indexes of one key).
+		{Version: 4, Name: "one account per identity provider subject", Run: mongodb.DropIndexes(Users, "idp_uid")},
 	}
 }
 

@@ -79,7 +79,8 @@ func (s *Store) findUser(ctx context.Context, filter bson.D) (accounts.User, err
 
 // LinkIDP links an account without idp_uid to sub in one conditional update: idp_uid set,
 // auth_provider google, password hash removed, session epoch raised. Being one update, no
-// reader ever sees the account linked with its password still in place.
+// reader ever sees the account linked with its password still in place. A subject linked to
+// another account already (the unique idp_uid index) links nothing.
 func (s *Store) LinkIDP(ctx context.Context, userID, sub string, now time.Time) (bool, error) {
 	filter := append(byID(userID), bson.E{Key: "idp_uid", Value: bson.D{{Key: "$exists", Value: false}}})
 	update := bson.D{
@@ -88,7 +89,11 @@ func (s *Store) LinkIDP(ctx context.Context, userID, sub string, now time.Time) 
 		{Key: "$unset", Value: bson.D{{Key: "password_hash", Value: ""}}},
 		{Key: "$inc", Value: bson.D{{Key: "session_epoch", Value: int64(1)}}},
 	}
-	return s.updateOne(ctx, "link identity", filter, update)
+	linked, err := s.updateOne(ctx, "link identity", filter, update)
+	if mongo.IsDuplicateKeyError(err) {
+		return false, nil
+	}
+	return linked, err
 }
 
 // SetLastLogin stamps a successful login.

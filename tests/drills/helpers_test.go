@@ -129,7 +129,7 @@ func storedClicks(t *testing.T, code string, want int64, wait time.Duration, hea
 			}
 			stored = time.Now()
 		}
-		until, err := metric("analytics", "linkmesh_clicks_folded_until_timestamp_seconds")
+		until, err := metric("analytics", "linkmesh_clicks_counted_until_timestamp_seconds")
 		if err == nil && time.UnixMilli(int64(until*1000)).After(stored) {
 			break
 		}

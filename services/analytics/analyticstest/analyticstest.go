@@ -1,5 +1,5 @@
 // Package analyticstest is the analytics service's test seam for benchmarks and end-to-end
-// tests: it loads a link's history the way the service's own fold stores it, with the
+// tests: it loads a link's history the way the service's own consumer counts it, with the
 // service's store code, so a change of the store's internals cannot silently falsify them.
 // It is never linked into the service.
 package analyticstest
@@ -18,7 +18,7 @@ import (
 // spread evenly over the days and over a few countries, referrers, devices, browsers and
 // systems each, in db (the analytics service's own database).
 func LoadHistory(ctx context.Context, db *mongo.Database, linkID, ownerID string, days int, total int64, now time.Time) error {
-	st, err := store.New(ctx, db)
+	st, err := store.New(ctx, db, 90*24*time.Hour)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ func TestLoadHistory(t *testing.T) {
 	if err := LoadHistory(ctx, db, "L1", "O1", 365, 1_000_001, now); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.New(ctx, db)
+	st, err := store.New(ctx, db, 90*24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

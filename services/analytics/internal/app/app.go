@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
-	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/pkg/service"
 	"github.com/linkmesh/linkmesh/pkg/stream"
 	"github.com/linkmesh/linkmesh/services/analytics/internal/config"
@@ -16,35 +15,32 @@ import (
 	"github.com/linkmesh/linkmesh/services/analytics/internal/store"
 )
 
-// Wire builds the analytics service: its store (and indexes), the consumer of the clicks
-// stream, the fold of stored clicks into rollups, the retention sweeper and the internal
-// routes.
+// Wire builds the analytics service: its store (schema and indexes), the consumer of the
+// clicks stream with its recovery pass, and the internal routes.
 func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Parts, error) {
-	st, err := store.New(ctx, env.Stores.DB)
+	st, err := store.New(ctx, env.Stores.DB, cfg.ClickRetention)
 	if err != nil {
 		return service.Parts{}, err
 	}
 	now := time.Now
+	consumer := &pipeline.Consumer{Store: st, Redis: env.Stores.Redis, Logger: env.Logger, Now: now}
+	consumer.Measure(env.Metrics)
 	worker, err := stream.NewWorker(stream.WorkerOptions{
-		Client:  env.Stores.Redis,
-		Stream:  analytics.Stream,
-		Group:   pipeline.Group,
-		Handler: pipeline.Handler(st, env.Stores.Redis, env.Logger, now),
-		Logger:  env.Logger,
-		// A dead replica's clicks are taken over after 30 s; a batch is stored in far less.
-		ClaimMinIdle:  30 * time.Second,
+		Client:    env.Stores.Redis,
+		Stream:    analytics.Stream,
+		Group:     pipeline.Group,
+		Handler:   consumer.Handle,
+		Logger:    env.Logger,
+		BatchSize: pipeline.BatchSize,
+		// A dead replica's clicks are taken over after SealAge, when its batches may be
+		// applied by another; a batch is stored and counted in far less.
+		ClaimMinIdle:  pipeline.SealAge,
 		ClaimInterval: 10 * time.Second,
 	})
 	if err != nil {
 		return service.Parts{}, err
 	}
 	worker.Measure(env.Metrics)
-	folder := pipeline.Folder{Store: st, Redis: env.Stores.Redis, Logger: env.Logger, Now: now}
-	folder.Measure(env.Metrics)
-	sweeper := mongodb.Sweeper{What: "raw clicks", Interval: time.Hour, Now: now, Logger: env.Logger,
-		Delete: func(ctx context.Context, now time.Time) (int64, error) {
-			return st.DeleteOlderThan(ctx, now.Add(-cfg.ClickRetention))
-		}}
 	anhttp.Register(env.Server.App(), env.Keys, st, now)
-	return service.Parts{Workers: []func(context.Context){worker.Run, folder.Run, sweeper.Run}}, nil
+	return service.Parts{Workers: []func(context.Context){worker.Run, consumer.RunRecovery}}, nil
 }

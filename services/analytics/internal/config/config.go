@@ -14,7 +14,8 @@ type Config struct {
 	config.Service
 	// Datastores: MongoDB holds clicks and rollups; Redis carries the clicks stream.
 	config.Datastores
-	// ClickRetention is how long raw click records are kept; the rollups, which answer
+	// ClickRetention is how long raw click and visitor records are kept after their click
+	// (each carries its deadline, which a TTL index enforces); the rollups, which answer
 	// every query, are kept for good.
 	ClickRetention time.Duration `env:"LINKMESH_CLICK_RETENTION" envDefault:"2160h"`
 }

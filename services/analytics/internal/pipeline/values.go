@@ -14,7 +14,7 @@ import (
 // Every distinct referrer, browser and OS a link's clicks carry becomes a field of its daily
 // and monthly rollups, which the store reads and rewrites whole. Referer and User-Agent are
 // whatever a visitor sends: made-up values by the thousand would make one link's rollups
-// slow to fold and to answer, and past the 16 MiB document limit impossible to write, which
+// slow to update and to answer, and past the 16 MiB document limit impossible to write, which
 // would stall every link's counts. So a link admits at most analytics.MaxValues distinct
 // values per breakdown and calendar month, first come first admitted; a click with a later
 // new value records analytics.Other instead, in its raw record too, so the rollups and every

@@ -19,16 +19,16 @@ import (
 // redelivery decided as the first delivery, other links and the next month untouched.
 func TestMadeUpValuesAreBounded(t *testing.T) {
 	rdb := testenv.Redis(t)
-	st, err := store.New(context.Background(), testenv.Mongo(t))
+	st, err := store.New(context.Background(), testenv.Mongo(t), 90*24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	link := testenv.Name("flooded")
 	at := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	stored := at.Add(time.Minute)
 	replica := func() stream.Handler {
-		return Handler(st, rdb, slog.New(slog.NewTextHandler(io.Discard, nil)), func() time.Time { return stored })
+		c := &Consumer{Store: st, Redis: rdb, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now}
+		return c.Handle
 	}
 	first, second := replica(), replica()
 
@@ -54,9 +54,6 @@ func TestMadeUpValuesAreBounded(t *testing.T) {
 		if err := handle(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := st.FoldSlot(ctx, store.Slot(stored), nil); err != nil {
-		t.Fatal(err)
 	}
 	got, err := st.LinkAnalytics(ctx, link, "abc", at, at)
 	if err != nil {

@@ -1,16 +1,17 @@
-// Package store is the analytics service's MongoDB access. Clicks arrive at least once, so
-// every write is idempotent, and no two writers ever update one document at once (FerretDB
-// applies an update as read-modify-write and loses concurrent ones):
+// Package store is the analytics service's MongoDB access. Clicks arrive at least once and
+// several consumers apply batches at once, so every write is idempotent and every rollup
+// update is one atomic, guarded $inc:
 //
 //   - link_clicks: the raw clicks, one insert each under the click's event id, so a
-//     redelivered click is stored once. Each carries the storage slot (10 s of the
-//     consumer's clock) it was stored in.
-//   - link_visitors: one insert per (link, day, visitor hash), so a visitor counts once.
-//   - link_daily, link_monthly, link_totals, owner_totals, global_totals:
-//     rollups, written only by the fold (one leader at a time), which adds the clicks and
-//     visitors of one closed slot at a time and marks each rollup with the slot, so adding a
-//     slot again changes nothing. A link's answer reads the monthly ones, and the daily ones
-//     of a month it cuts through (see monthly.go).
+//     redelivered click is stored once. A click is inserted pending in its consumer's batch;
+//     it stops being pending once its batch is in the rollups (see batch.go). Each expires
+//     LINKMESH_CLICK_RETENTION after it was clicked (a TTL index on expires_at).
+//   - link_visitors: one document per (link, day, visitor hash) naming the click that met
+//     the visitor first, so a visitor counts once however often its clicks are applied.
+//   - rollups: every count the answers read, one document each: a link's day, a link's
+//     month, a link's all-time total, an owner's total, the global and hourly totals (see
+//     rollup.go). A batch adds to them with one bulkWrite.
+//   - purged_links: tombstones of purged links, so that a late click of one is not counted.
 //
 // No document holds a client address.
 package store
@@ -18,7 +19,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -32,53 +32,45 @@ import (
 
 // Collections the store owns.
 const (
-	Clicks      = "link_clicks"
-	Visitors    = "link_visitors"
-	Daily       = "link_daily"
-	LinkTotals  = "link_totals"
-	OwnerTotals = "owner_totals"
-	// GlobalTotals holds the clicks of every link ("all") and per hour ("hour:<n>"), for the
-	// admin overview: reading it costs the same whatever the number of links and clicks.
-	GlobalTotals = "global_totals"
-	state        = "analytics_state"
-	purged       = "purged_links"
+	Clicks   = "link_clicks"
+	Visitors = "link_visitors"
+	Rollups  = "rollups"
+	purged   = "purged_links"
 )
-
-// SlotLength is the span of one storage slot.
-const SlotLength = 10 * time.Second
-
-// Slot is the storage slot of t.
-func Slot(t time.Time) int64 { return t.UnixMilli() / SlotLength.Milliseconds() }
 
 // Store reads and writes the analytics collections.
 type Store struct {
-	clicks, visitors, daily, links, owners, state *mongo.Collection
-	purged, global                                *mongo.Collection
-	monthly                                       *mongo.Collection
+	clicks, visitors, rollups, purged *mongo.Collection
+	retention                         time.Duration
 }
 
-// New returns a Store on db after making sure its indexes exist.
-func New(ctx context.Context, db *mongo.Database) (*Store, error) {
-	idx := func(coll, name string, keys bson.D) mongodb.Index {
-		return mongodb.Index{Collection: coll, Model: mongo.IndexModel{Keys: keys, Options: options.Index().SetName(name)}}
+// New returns a Store on db after bringing its schema up to date and making sure its
+// indexes exist. Raw clicks and visitors are kept for retention after their click.
+func New(ctx context.Context, db *mongo.Database, retention time.Duration) (*Store, error) {
+	s := &Store{clicks: db.Collection(Clicks), visitors: db.Collection(Visitors), rollups: db.Collection(Rollups),
+		purged: db.Collection(purged), retention: retention}
+	if err := s.migrate(ctx, db); err != nil {
+		return nil, err
 	}
+	idx := func(coll, name string, keys bson.D, opts *options.IndexOptionsBuilder) mongodb.Index {
+		return mongodb.Index{Collection: coll, Model: mongo.IndexModel{Keys: keys, Options: opts.SetName(name)}}
+	}
+	pending := bson.D{{Key: "pending", Value: bson.D{{Key: "$exists", Value: true}}}}
 	if err := mongodb.EnsureIndexes(ctx, db,
-		idx(Clicks, "slot", bson.D{{Key: "slot", Value: 1}}),
-		idx(Clicks, "link_day", bson.D{{Key: "link_id", Value: 1}, {Key: "day", Value: 1}}),
-		idx(Clicks, "clicked_at", bson.D{{Key: "clicked_at", Value: 1}}),
-		idx(Visitors, "slot", bson.D{{Key: "slot", Value: 1}}),
-		idx(Visitors, "link", bson.D{{Key: "link_id", Value: 1}}),
-		idx(Daily, "link_day", bson.D{{Key: "link_id", Value: 1}, {Key: "day", Value: 1}}),
-		idx(Daily, "link_month", bson.D{{Key: "link_id", Value: 1}, {Key: "month", Value: 1}}),
-		idx(LinkTotals, "owner", bson.D{{Key: "owner_id", Value: 1}}),
-		idx(Monthly, "link_year", bson.D{{Key: "link_id", Value: 1}, {Key: "year", Value: 1}}),
+		// Pending clicks only: the index holds the batches not yet applied, whatever the
+		// number of clicks kept.
+		idx(Clicks, "pending_batch", bson.D{{Key: "batch", Value: 1}}, options.Index().SetPartialFilterExpression(pending)),
+		idx(Clicks, "pending", bson.D{{Key: "pending", Value: 1}}, options.Index().SetPartialFilterExpression(pending)),
+		idx(Clicks, "link_day", bson.D{{Key: "link_id", Value: 1}, {Key: "day", Value: 1}}, options.Index()),
+		// expires_at holds the deadline itself, so a new retention setting applies to the
+		// clicks stored from then on without rebuilding the index.
+		idx(Clicks, "expires_at", bson.D{{Key: "expires_at", Value: 1}}, options.Index().SetExpireAfterSeconds(0)),
+		idx(Visitors, "expires_at", bson.D{{Key: "expires_at", Value: 1}}, options.Index().SetExpireAfterSeconds(0)),
+		idx(purged, "at", bson.D{{Key: "at", Value: 1}}, options.Index()),
 	); err != nil {
 		return nil, err
 	}
-	return &Store{clicks: db.Collection(Clicks), visitors: db.Collection(Visitors), daily: db.Collection(Daily),
-		links: db.Collection(LinkTotals), owners: db.Collection(OwnerTotals), state: db.Collection(state),
-		purged: db.Collection(purged), global: db.Collection(GlobalTotals),
-		monthly: db.Collection(Monthly)}, nil
+	return s, nil
 }
 
 // clickDoc is one stored click: the spec's link_clicks record, without any address.
@@ -93,14 +85,18 @@ type clickDoc struct {
 	DeviceType string    `bson:"device_type"`
 	Browser    string    `bson:"browser"`
 	OS         string    `bson:"os"`
-	Slot       int64     `bson:"slot"`
+	// Visitor names the click's link_visitors document; empty without a visitor hash.
+	Visitor   string        `bson:"visitor,omitempty"`
+	ExpiresAt time.Time     `bson:"expires_at"`
+	Pending   *time.Time    `bson:"pending,omitempty"` // when it was stored, until applied
+	Batch     bson.ObjectID `bson:"batch,omitempty"`
 }
 
+// visitorDoc is one visitor of a link on a day and the click that met it first.
 type visitorDoc struct {
-	ID     string `bson:"_id"` // link|day|hash
-	LinkID string `bson:"link_id"`
-	Day    string `bson:"day"`
-	Slot   int64  `bson:"slot"`
+	ID        string    `bson:"_id"` // link|day|hash
+	Click     string    `bson:"click"`
+	ExpiresAt time.Time `bson:"expires_at"`
 }
 
 // Day is the UTC date of t as the rollups key it.
@@ -114,57 +110,30 @@ func VisitorID(c analytics.Click) string {
 	return c.LinkID + "|" + Day(c.ClickedAt) + "|" + c.Visitor
 }
 
-// Save stores clicks in the slot of now, and their visitors but those named in stored
-// (known to be stored already: inserting them again is correct but slow on FerretDB, which
-// retries a batch with a duplicate one document at a time). Clicks stored before (a
-// redelivery) are kept as they were; saving the same clicks again is harmless, so a failed
-// call may be retried.
-func (s *Store) Save(ctx context.Context, clicks []analytics.Click, now time.Time, stored map[string]bool) error {
-	if len(clicks) == 0 {
-		return nil
-	}
-	slot := Slot(now)
-	docs := make([]any, 0, len(clicks))
-	var visitors []any
-	seen := map[string]bool{}
-	for _, c := range clicks {
-		day := Day(c.ClickedAt)
-		docs = append(docs, clickDoc{ID: c.EventID, LinkID: c.LinkID, OwnerID: c.OwnerID, ClickedAt: c.ClickedAt.UTC(), Day: day,
-			Country: c.Country, Referrer: c.Referrer, DeviceType: c.DeviceType, Browser: c.Browser, OS: c.OS, Slot: slot})
-		if id := VisitorID(c); id != "" && !stored[id] {
-			if !seen[id] {
-				seen[id] = true
-				visitors = append(visitors, visitorDoc{ID: id, LinkID: c.LinkID, Day: day, Slot: slot})
-			}
-		}
-	}
-	// Visitors first: a click is folded only once it is stored, and its visitor must be
-	// there by then.
-	if err := insertNew(ctx, s.visitors, visitors); err != nil {
-		return fmt.Errorf("store visitors: %w", err)
-	}
-	if err := insertNew(ctx, s.clicks, docs); err != nil {
-		return fmt.Errorf("store clicks: %w", err)
-	}
-	return nil
-}
-
-// insertNew inserts docs, keeping the ones already stored as they are.
-func insertNew(ctx context.Context, coll *mongo.Collection, docs []any) error {
+// insertNew inserts docs, keeping the ones already stored as they are, and returns the
+// indexes (in docs) of those.
+func insertNew(ctx context.Context, coll *mongo.Collection, docs []any) ([]int, error) {
 	if len(docs) == 0 {
-		return nil
+		return nil, nil
 	}
 	_, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
 	var bwe mongo.BulkWriteException
 	if errors.As(err, &bwe) && bwe.WriteConcernError == nil {
+		dups := make([]int, 0, len(bwe.WriteErrors))
 		for _, we := range bwe.WriteErrors {
 			if !mongo.IsDuplicateKeyError(we) {
-				return err
+				return nil, err
 			}
+			dups = append(dups, we.Index)
 		}
-		return nil
+		return dups, nil
 	}
-	return err
+	return nil, err
+}
+
+// prefixRange matches the string ids starting with prefix, through the _id index.
+func prefixRange(prefix string) bson.D {
+	return bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: prefix}, {Key: "$lt", Value: prefix + "\uffff"}}}}
 }
 
 var (
@@ -172,7 +141,22 @@ var (
 	unescaper = strings.NewReplacer("%2E", ".", "%24", "$", "%25", "%")
 )
 
-// escapeKey makes a breakdown value usable as a field name: no dots, no leading $.
-func escapeKey(v string) string { return escaper.Replace(v) }
+// emptyKey stands for an empty value, which is no field name; an escaped "%" is "%25", so no
+// other value escapes to it.
+const emptyKey = "%00"
 
-func unescapeKey(k string) string { return unescaper.Replace(k) }
+// escapeKey makes a breakdown value usable as a field name: not empty, no dots, no leading $.
+// A click event's values are untrusted: one that is no field name would fail its whole batch.
+func escapeKey(v string) string {
+	if v == "" {
+		return emptyKey
+	}
+	return escaper.Replace(v)
+}
+
+func unescapeKey(k string) string {
+	if k == emptyKey {
+		return ""
+	}
+	return unescaper.Replace(k)
+}

@@ -21,10 +21,10 @@ func NewestFirst() bson.D {
 // waits for the slower of the two, not for both. what names the documents in errors.
 func FindPage[T any](ctx context.Context, coll *mongo.Collection, what string, filter, sort bson.D, skip, limit int64) ([]T, int64, error) {
 	var (
-		g     errgroup.Group
 		total int64
 		docs  []T
 	)
+	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		if total, err = coll.CountDocuments(ctx, filter); err != nil {
 			return fmt.Errorf("count %s: %w", what, err)

@@ -3,15 +3,16 @@
 package analytics
 
 import (
-	"strings"
-
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
@@ -110,6 +111,11 @@ func (c Click) Values() map[string]any {
 // ClickFromValues reads a click back from its stream fields, compact or one field per
 // value (as gateways of the previous release wrote them). An entry without an event id, a
 // link or a valid time is no click.
+//
+// An entry's values are untrusted (anything that can write to the stream can write one): a
+// value the gateway would never send (over maxValueLen bytes, not UTF-8, control characters,
+// a time past the year 9999) makes the entry no click, rather than a click the store cannot
+// keep.
 func ClickFromValues(v map[string]string) (Click, error) {
 	if packed, ok := v[fCompact]; ok {
 		parts := strings.Split(packed, "\t")
@@ -122,7 +128,7 @@ func ClickFromValues(v map[string]string) (Click, error) {
 		}
 	}
 	ms, err := strconv.ParseInt(v[fAt], 10, 64)
-	if err != nil || ms <= 0 {
+	if err != nil || ms <= 0 || ms > maxClickMillis {
 		return Click{}, fmt.Errorf("click entry: bad time %q", v[fAt])
 	}
 	c := Click{EventID: v[fEvent], LinkID: v[fLink], OwnerID: v[fOwner], ShortCode: v[fCode],
@@ -130,6 +136,11 @@ func ClickFromValues(v map[string]string) (Click, error) {
 		DeviceType: v[fDevice], Browser: v[fBrowser], OS: v[fOS], Visitor: v[fVisitor]}
 	if c.EventID == "" || c.LinkID == "" {
 		return Click{}, errors.New("click entry: no event id or link")
+	}
+	for _, f := range []string{c.EventID, c.LinkID, c.OwnerID, c.ShortCode, c.Country, c.Referrer, c.DeviceType, c.Browser, c.OS, c.Visitor} {
+		if !plainValue(f) {
+			return Click{}, fmt.Errorf("click entry: a value of over %d bytes, not UTF-8, or with control characters", maxValueLen)
+		}
 	}
 	for _, f := range []*string{&c.Country, &c.DeviceType, &c.Browser, &c.OS} {
 		if *f == "" {
@@ -241,4 +252,24 @@ func (c *Client) Totals(ctx context.Context) (Totals, error) {
 	var out Totals
 	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/analytics/totals", Idempotent: true}, &out)
 	return out, err
+}
+
+// maxValueLen bounds each value of a click entry; the gateway's values are far shorter (a
+// referrer is a host name, at most 253 bytes).
+const maxValueLen = 512
+
+// maxClickMillis is the last millisecond of the year 9999.
+const maxClickMillis = 253402300799999
+
+// plainValue tells a value fit to be stored and used as a field name once escaped.
+func plainValue(s string) bool {
+	if len(s) > maxValueLen || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,6 +30,11 @@ func TestClickFieldsRoundTrip(t *testing.T) {
 	}
 	for _, bad := range []map[string]string{
 		{"c": "1\tonly\ttwo"}, {"c": "2" + c.Fields()["c"][1:]}, {"event": "e", "link": "l", "at": "x"}, {"link": "l", "at": "5"}, {},
+		// Values no gateway sends, which the store could not keep or use as field names.
+		{"event": "e", "link": "l", "at": "5", "browser": "Fire\x00fox"},
+		{"event": "e", "link": "l", "at": "5", "referrer": "\xff\xfe"},
+		{"event": "e", "link": "l", "at": "5", "os": strings.Repeat("x", 513)},
+		{"event": "e", "link": "l", "at": "253402300800000"},
 	} {
 		if _, err := ClickFromValues(bad); err == nil {
 			t.Errorf("%v accepted", bad)

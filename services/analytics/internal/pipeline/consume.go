@@ -5,6 +5,8 @@ package pipeline
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -115,7 +117,9 @@ func (c *Consumer) Handle(ctx context.Context, msgs []stream.Message) error {
 	if err := admitValues(ctx, c.Redis, c.known, clicks); err != nil {
 		return err
 	}
-	bctx, cancel := context.WithTimeout(ctx, batchTimeout)
+	// A batch begun is carried through even when ctx ends (a shutdown), within batchTimeout:
+	// one left applied but not finished would be applied again much later by the recovery.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), batchTimeout)
 	defer cancel()
 	gone, err := c.Store.Purged(bctx, links)
 	if err != nil {
@@ -232,15 +236,18 @@ func (c *Consumer) Recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// One batch that fails (its store call, or a document it cannot write) does not hold up
+	// the others or the purges.
+	var failed []error
 	for _, b := range stale {
 		if err := c.finish(ctx, b); err != nil {
-			return err
+			failed = append(failed, fmt.Errorf("batch %s: %w", b.Hex(), err))
 		}
 	}
-	if len(stale) > 0 {
-		c.Logger.InfoContext(ctx, "pending batches recovered", "batches", len(stale))
+	if n := len(stale) - len(failed); n > 0 {
+		c.Logger.InfoContext(ctx, "pending batches recovered", "batches", n)
 	}
-	return c.Store.Settle(ctx, c.Now())
+	return errors.Join(append(failed, c.Store.Settle(ctx, c.Now()))...)
 }
 
 // RunRecovery recovers at start and every RecoverInterval until ctx ends.

@@ -35,7 +35,7 @@ func (s *Store) Insert(ctx context.Context, clicks []analytics.Click, batch bson
 	for i, c := range clicks {
 		docs[i] = clickDoc{ID: c.EventID, LinkID: c.LinkID, OwnerID: c.OwnerID, ClickedAt: c.ClickedAt.UTC(), Day: Day(c.ClickedAt),
 			Country: c.Country, Referrer: c.Referrer, DeviceType: c.DeviceType, Browser: c.Browser, OS: c.OS,
-			Visitor: VisitorID(c), ExpiresAt: c.ClickedAt.Add(s.retention).UTC(), Pending: &stored, Batch: batch}
+			Visitor: VisitorID(c), ExpiresAt: expiry(c.ClickedAt, stored, s.retention), Pending: &stored, Batch: batch}
 	}
 	dups, err := insertNew(ctx, s.clicks, docs)
 	if err != nil {
@@ -46,6 +46,17 @@ func (s *Store) Insert(ctx context.Context, clicks []analytics.Click, batch bson
 		ids[i] = clicks[d].EventID
 	}
 	return ids, nil
+}
+
+// expiry is when a click made at clicked and stored at stored is deleted: retention after it
+// was made, but never before retention after it was stored — a click stored long after it
+// was made (a replay) must outlive its chance of being delivered again, or it would be
+// counted twice.
+func expiry(clicked, stored time.Time, retention time.Duration) time.Time {
+	if clicked.After(stored) {
+		stored = clicked
+	}
+	return stored.Add(retention).UTC()
 }
 
 var isPending = bson.E{Key: "pending", Value: bson.D{{Key: "$exists", Value: true}}}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -32,11 +31,13 @@ func hourID(t time.Time) string {
 // a batch applied again adds nothing to a rollup that still remembers it. The hottest
 // rollups (the global totals, a viral link's day) take one batch per consumer and
 // FlushInterval (pipeline.FlushInterval, 250 ms), so the window spans guardWindow/(4·R)
-// seconds with R consumers: 83 s with three. A batch that failed part-way must be applied
-// again within that: its own consumer retries at once; when that consumer died, another
-// one claims its stream entries after the worker's ClaimMinIdle plus ClaimInterval (40 s)
-// or the recovery pass finds it (pipeline.RecoverInterval after SealAge, 40 s).
-const guardWindow = 1000
+// seconds with R consumers: 125 s with four, 62 s with eight. A batch
+// that failed part-way must be applied again within that: its own consumer retries at once
+// and carries a batch it began through a shutdown; when that consumer died, another one
+// claims its stream entries after the worker's ClaimMinIdle plus ClaimInterval (40 s), or
+// the recovery pass finds it (pipeline.RecoverInterval after SealAge, 40 s). A hot rollup
+// carries about 36 KB of batch ids.
+const guardWindow = 2000
 
 // Breakdown fields of a rollup, with the click value each counts.
 var breakdowns = []struct {
@@ -55,9 +56,9 @@ type tally map[string]*rollupAdd
 
 // rollupAdd is what a tally adds to one rollup: fields set and fields incremented.
 type rollupAdd struct {
-	set, setOnInsert bson.D
-	inc              map[string]int64
-	order            []string // inc's fields in the order first added, so a write is the same whatever the map order
+	set   bson.D
+	inc   map[string]int64
+	order []string // inc's fields in the order first added, so a write is the same whatever the map order
 }
 
 func (t tally) doc(id string, set bson.D) *rollupAdd {
@@ -123,62 +124,75 @@ func (t tally) addClick(c *clickDoc, newVisitor bool) {
 	t.doc(hourID(c.ClickedAt), nil).add("clicks", 1)
 }
 
-// models are the tally's upserts, in id order. With a batch, each is guarded by it: it adds
-// nothing to a rollup that already holds the batch (the filter misses, and the upsert then
-// meets the existing _id: a duplicate key, which means done), and records the batch in the
-// rollup's guard window.
+// models are the tally's writes, in id order. Without a batch, one $inc upsert per rollup.
+// With one, every rollup is first made if missing (an upsert by _id alone, which the server
+// decides among concurrent ones: MongoDB retries the losers, as it does for any upsert whose
+// filter is an equality on a unique index), then added to by an update guarded by the batch:
+// it adds nothing to a rollup that already holds the batch, and records the batch in the
+// rollup's guard window. The creations come first, so every guarded update finds its rollup.
 func (t tally) models(batch *bson.ObjectID) []mongo.WriteModel {
 	ids := make([]string, 0, len(t))
 	for id := range t {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	out := make([]mongo.WriteModel, 0, len(ids))
+	var creations, adds []mongo.WriteModel
 	for _, id := range ids {
 		r := t[id]
 		inc := make(bson.D, 0, len(r.order))
 		for _, f := range r.order {
 			inc = append(inc, bson.E{Key: f, Value: r.inc[f]})
 		}
-		filter := bson.D{{Key: "_id", Value: id}}
+		byID := bson.D{{Key: "_id", Value: id}}
 		update := bson.D{{Key: "$inc", Value: inc}}
 		if len(r.set) > 0 {
 			update = append(update, bson.E{Key: "$set", Value: r.set})
 		}
-		if batch != nil {
-			filter = append(filter, bson.E{Key: "applied", Value: bson.D{{Key: "$ne", Value: *batch}}})
-			update = append(update, bson.E{Key: "$push", Value: bson.D{{Key: "applied", Value: bson.D{
-				{Key: "$each", Value: bson.A{*batch}}, {Key: "$slice", Value: -guardWindow}}}}})
-			if strings.HasPrefix(id, "l|") {
-				// Which incarnation of the link's total a purge takes out (see Purge).
-				update = append(update, bson.E{Key: "$setOnInsert", Value: bson.D{{Key: "since", Value: *batch}}})
-			}
+		if batch == nil {
+			adds = append(adds, mongo.NewUpdateOneModel().SetFilter(byID).SetUpdate(update).SetUpsert(true))
+			continue
 		}
-		out = append(out, mongo.NewUpdateOneModel().SetFilter(filter).SetUpdate(update).SetUpsert(true))
+		creations = append(creations, mongo.NewUpdateOneModel().SetFilter(byID).
+			SetUpdate(bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: "applied", Value: bson.A{}}}}}).SetUpsert(true))
+		update = append(update, bson.E{Key: "$push", Value: bson.D{{Key: "applied", Value: bson.D{
+			{Key: "$each", Value: bson.A{*batch}}, {Key: "$slice", Value: -guardWindow}}}}})
+		guarded := bson.D{{Key: "_id", Value: id}, {Key: "applied", Value: bson.D{{Key: "$ne", Value: *batch}}}}
+		adds = append(adds, mongo.NewUpdateOneModel().SetFilter(guarded).SetUpdate(update))
 	}
-	return out
+	return append(creations, adds...)
 }
 
-// write applies models in one unordered bulkWrite; a duplicate key is a rollup that holds
-// the batch already.
+// write applies models in one ordered bulkWrite (a batch's creations before its additions).
+// Every model can be applied again without effect, so a bulkWrite cut short is written again
+// whole; so is one that lost a race to create a rollup on a server that answers the loser
+// with a duplicate key instead of retrying it.
 func (s *Store) write(ctx context.Context, models []mongo.WriteModel) error {
 	if len(models) == 0 {
 		return nil
 	}
-	_, err := s.rollups.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
-	var bwe mongo.BulkWriteException
-	if errors.As(err, &bwe) && bwe.WriteConcernError == nil {
-		for _, we := range bwe.WriteErrors {
-			if !mongo.IsDuplicateKeyError(we) {
-				return fmt.Errorf("write rollups: %w", err)
-			}
+	for try := 1; ; try++ {
+		_, err := s.rollups.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(true))
+		if err == nil {
+			return nil
 		}
-		return nil
+		if try == 3 || !isOnlyDuplicates(err) {
+			return fmt.Errorf("write rollups: %w", err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("write rollups: %w", err)
+}
+
+// isOnlyDuplicates tells a bulkWrite error made of duplicate keys alone.
+func isOnlyDuplicates(err error) bool {
+	var bwe mongo.BulkWriteException
+	if !errors.As(err, &bwe) || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0 {
+		return false
 	}
-	return nil
+	for _, we := range bwe.WriteErrors {
+		if !mongo.IsDuplicateKeyError(we) {
+			return false
+		}
+	}
+	return true
 }
 
 // Seed adds to the rollups of linkID for day what clicks visits by visitors visitors would

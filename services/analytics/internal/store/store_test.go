@@ -216,8 +216,8 @@ func TestPartialApplyCompletesOnce(t *testing.T) {
 		t1.addClick(&clickDoc{ID: c.EventID, LinkID: c.LinkID, OwnerID: c.OwnerID, ClickedAt: day0, Day: Day(day0), Country: c.Country,
 			Referrer: c.Referrer, DeviceType: c.DeviceType, Browser: c.Browser, OS: c.OS, Visitor: VisitorID(c)}, true)
 	}
-	models := t1.models(&batch)
-	if err := s.write(ctx, models[:len(models)/2]); err != nil {
+	models := t1.models(&batch) // every rollup's creation, then every rollup's guarded addition
+	if err := s.write(ctx, models[:len(models)/2+len(models)/4]); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -435,5 +435,89 @@ func TestEmptyBreakdownValuesAreCounted(t *testing.T) {
 	a, err := s.LinkAnalytics(ctx, "L1", "x", day0, day0)
 	if err != nil || a.TotalClicks != 1 {
 		t.Fatalf("analytics %+v, %v", a, err)
+	}
+}
+
+// Distinct batches applied at once that all create the same new rollups (a new hour, a new
+// day of a link, a new owner): every batch counts in every rollup, whichever created it.
+func TestRacingBatchesCreatingOneRollupAllCount(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	const writers = 8
+	for round := range 5 {
+		link, owner := fmt.Sprintf("R%d", round), fmt.Sprintf("OR%d", round)
+		at := day0.Add(time.Duration(round+1) * 24 * time.Hour)
+		start := make(chan struct{})
+		errs := make(chan error, writers)
+		for w := range writers {
+			go func() {
+				batch := bson.NewObjectID()
+				c := click(fmt.Sprintf("r%d-%d", round, w), link, owner, at, "GB", "direct", fmt.Sprintf("v%d", w))
+				_, err := s.Insert(ctx, []analytics.Click{c}, batch, at)
+				<-start
+				if err == nil {
+					err = s.Apply(ctx, batch)
+				}
+				errs <- err
+			}()
+		}
+		close(start)
+		for range writers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, err := s.LinkAnalytics(ctx, link, "x", at, at)
+		if err != nil || a.TotalClicks != writers || a.UniqueVisitors != writers {
+			t.Fatalf("round %d: link %d clicks %d visitors (%v), want %d", round, a.TotalClicks, a.UniqueVisitors, err, writers)
+		}
+		counts, err := s.Counts(ctx, owner, []string{link})
+		if err != nil || counts.Owner != writers || counts.Links[link] != writers {
+			t.Fatalf("round %d: counts %+v (%v), want %d", round, counts, err, writers)
+		}
+	}
+}
+
+// A settle that stopped after taking a purged link's total out of the totals, and ran again
+// after the totals took more batches than their guard window holds, takes nothing out twice;
+// once settled, the guard marks are cleared.
+func TestSettleResumedLateSubtractsOnce(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	count(t, s, []analytics.Click{click("s1", "L1", "O1", day0, "GB", "direct", "v1"), click("s2", "L1", "O1", day0, "GB", "direct", "v2"),
+		click("s3", "L2", "O1", day0, "GB", "direct", "v3")}, day0)
+	if err := s.Purge(ctx, "L1"); err != nil {
+		t.Fatal(err)
+	}
+	// The state a crash leaves after the subtraction: total recorded, both totals taken
+	// down and marked, the link's total not yet deleted, the purge not settled.
+	if _, err := s.purged.UpdateOne(ctx, bson.D{{Key: "_id", Value: "L1"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "total", Value: int64(2)}, {Key: "owner_id", Value: "O1"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	many := make(bson.A, guardWindow+100)
+	for i := range many {
+		many[i] = bson.NewObjectID()
+	}
+	for _, id := range []string{globalAll, ownerRollup("O1")} {
+		if _, err := s.rollups.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "clicks", Value: -2}}},
+			{Key: "$push", Value: bson.D{{Key: "purges", Value: "L1"},
+				{Key: "applied", Value: bson.D{{Key: "$each", Value: many}, {Key: "$slice", Value: -guardWindow}}}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if err := s.Settle(ctx, time.Now().Add(2*SettleAfter)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts, err := s.Counts(ctx, "O1", []string{"L1", "L2"})
+	tot, _ := s.Totals(ctx, day0)
+	if err != nil || counts.Owner != 1 || counts.Links["L1"] != 0 || tot.Total != 1 {
+		t.Fatalf("after the resumed settle: counts %+v, total %d (%v); want owner 1, total 1", counts, tot.Total, err)
+	}
+	for _, id := range []string{globalAll, ownerRollup("O1")} {
+		if n, _ := s.rollups.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}, {Key: "purges", Value: "L1"}}); n != 0 {
+			t.Fatalf("%s keeps the purge's mark", id)
+		}
 	}
 }

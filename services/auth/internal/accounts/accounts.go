@@ -133,7 +133,7 @@ type Store interface {
 	UserByIDPUID(ctx context.Context, sub string) (User, error)
 	// LinkIDP links an account that has no idp_uid to sub, in one conditional update: it
 	// sets idp_uid, makes auth_provider google, removes the password hash and raises the
-	// session epoch. False if the account already had an idp_uid.
+	// session epoch. False if the account already had an idp_uid, or another account has sub.
 	LinkIDP(ctx context.Context, userID, sub string, now time.Time) (bool, error)
 	SetLastLogin(ctx context.Context, userID string, at time.Time) error
 	// SetPasswordHash replaces the password hash only if it is still old; false when it was

@@ -39,8 +39,8 @@ func CheckLastSuperAdmin(from, to string, superAdmins int64) error {
 // (action user.role, detail {from, to}); setting the role a user already has changes and
 // records nothing.
 //
-// Without transactions, "never zero super admins" holds through a conditional update and a
-// re-check: each demotion counts the super admins after its own write and undoes itself if
+// "Never zero super admins" spans documents, and holds without a transaction through a
+// conditional update and a re-check: each demotion counts the super admins after its own write and undoes itself if
 // it finds none. Of two super admins demoting each other at once, at least the later count
 // sees the other's write and restores, so one always remains.
 func (s *Service) SetRole(ctx context.Context, caller identity.Caller, targetID, role string) (auth.User, error) {

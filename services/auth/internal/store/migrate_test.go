@@ -50,8 +50,8 @@ func TestNewMigratesSchemaZero(t *testing.T) {
 	var v struct {
 		Version int `bson:"version"`
 	}
-	if err := db.Collection(mongodb.SchemaCollection).FindOne(ctx, byID("schema")).Decode(&v); err != nil || v.Version != 4 {
-		t.Fatalf("schema version %d, %v; want 4", v.Version, err)
+	if err := db.Collection(mongodb.SchemaCollection).FindOne(ctx, byID("schema")).Decode(&v); err != nil || v.Version != 1 {
+		t.Fatalf("schema version %d, %v; want 1", v.Version, err)
 	}
 	// Done once: a later start with another retention leaves stored expiries alone.
 	if _, err := New(ctx, db, 2*testRetention); err != nil {

@@ -37,10 +37,13 @@ func New(ctx context.Context, db *mongo.Database, recordRetention time.Duration)
 	if recordRetention <= 0 {
 		return nil, errors.New("store: the login record retention must be positive")
 	}
-	if err := mongodb.Migrate(ctx, db, migrations(recordRetention)...); err != nil {
+	if err := mongodb.Migrate(ctx, db, migrations...); err != nil {
 		return nil, err
 	}
 	if err := mongodb.EnsureIndexes(ctx, db, indexes()...); err != nil {
+		return nil, err
+	}
+	if err := setRecordExpiry(ctx, db.Collection(LoginRecords), recordRetention); err != nil {
 		return nil, err
 	}
 	return &Store{users: db.Collection(Users), sessions: db.Collection(Sessions),
@@ -91,24 +94,18 @@ func indexes() []mongodb.Index {
 	}
 }
 
-// migrations are the steps of the store's schema. The TTL indexes are created by New after
-// them: a TTL index cannot be created while a plain index on the same key exists.
-func migrations(recordRetention time.Duration) []mongodb.Step {
-	return []mongodb.Step{
-		{Version: 1, Name: "drop the account write holds", Run: mongodb.DropCollections("account_holds")},
-		{Version: 2, Name: "sessions expire through a TTL index", Run: mongodb.DropIndexes(Sessions, "expires_at")},
-		{Version: 3, Name: "login records carry their expiry", Run: func(ctx context.Context, db *mongo.Database) error {
-			return setRecordExpiry(ctx, db.Collection(LoginRecords), recordRetention)
-		}},
-		// idp_uid_unique replaces it (MongoDB refuses two indexes of one key).
-		{Version: 4, Name: "one account per identity provider subject", Run: mongodb.DropIndexes(Users, "idp_uid")},
-	}
+// migrations are the steps of the store's schema.
+var migrations = []mongodb.Step{
+	{Version: 1, Name: "drop the account write holds", Run: mongodb.DropCollections("account_holds")},
 }
 
 // setRecordExpiry gives every login record without expires_at one: its created_at plus
-// retention. One update over the collection, so a retry does only what is left.
+// retention, so that the TTL index deletes it. It runs at every start, after the indexes
+// exist (the TTL index finds the records without expiry as null): records written without
+// one by a replica of another version during a rolling update get theirs at the next start.
+// One update over the collection, so a retry does only what is left.
 func setRecordExpiry(ctx context.Context, records *mongo.Collection, retention time.Duration) error {
-	filter := bson.D{{Key: "expires_at", Value: bson.D{{Key: "$exists", Value: false}}}}
+	filter := bson.D{{Key: "expires_at", Value: nil}, {Key: "created_at", Value: bson.D{{Key: "$type", Value: "date"}}}}
 	expiry := bson.D{{Key: "$add", Value: bson.A{"$created_at", retention.Milliseconds()}}}
 	update := bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "expires_at", Value: expiry}}}}}
 	if _, err := records.UpdateMany(ctx, filter, update); err != nil {

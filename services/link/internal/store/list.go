@@ -41,21 +41,23 @@ func (s *Store) Overview(ctx context.Context, q links.ListQuery, n int64) (links
 		out.Newest = fromDocs(docs)
 		return err
 	})
-	return out, g.Wait()
+	err := g.Wait()
+	return out, err
 }
 
-// CountStates counts every stored link not being purged by state as of now: four counts on
-// the indexes, read at once (every other link is active).
+// CountStates counts every stored link not being purged by state as of now: five counts
+// read at once. Active, expired and disabled walk the state index; all and deleted read
+// every link (an admin page).
 func (s *Store) CountStates(ctx context.Context, now time.Time) (link.LinkCounts, error) {
 	var out link.LinkCounts
 	q := links.ListQuery{AnyOwner: true, Now: now}
 	err := s.count(ctx, map[*int64]bson.D{
 		&out.Total:    {notPurged()},
 		&out.Deleted:  {{Key: "deleted_at", Value: bson.D{{Key: "$exists", Value: true}}}, notPurged()},
+		&out.Active:   listFilter(withState(q, links.StateActive)),
 		&out.Expired:  listFilter(withState(q, links.StateExpired)),
 		&out.Disabled: listFilter(withState(q, links.StateDisabled)),
 	})
-	out.Active = out.Total - out.Deleted - out.Expired - out.Disabled
 	return out, err
 }
 

@@ -46,20 +46,10 @@ type Store struct {
 // New returns a Store on db.
 func New(db *mongo.Database) *Store { return &Store{coll: db.Collection(Collection)} }
 
-// migrations are the quota database's schema steps, which Prepare runs in order.
-var migrations = []mongodb.Step{
-	// expires_at_ttl is the index of the key expires_at; MongoDB refuses a second index of
-	// one key with other options, so the plain index expires_at goes.
-	{Version: 1, Name: "quota_usage expires by a TTL index", Run: mongodb.DropIndexes(Collection, "expires_at")},
-}
-
-// Prepare migrates db to the present schema and creates the indexes: the unique bucket
-// index, and the TTL index that deletes a bucket once its expires_at has passed. Every
+// Prepare creates the indexes: the unique bucket index, and the TTL index that deletes a
+// bucket once its expires_at has passed (replacing any other index of expires_at). Every
 // replica runs it at start-up.
 func Prepare(ctx context.Context, db *mongo.Database) error {
-	if err := mongodb.Migrate(ctx, db, migrations...); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
 	return mongodb.EnsureIndexes(ctx, db,
 		mongodb.Index{Collection: Collection, Model: mongo.IndexModel{
 			Keys:    bson.D{{Key: "scope", Value: 1}, {Key: "identity_key", Value: 1}, {Key: "window_start", Value: 1}},

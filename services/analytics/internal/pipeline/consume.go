@@ -71,6 +71,11 @@ type Consumer struct {
 	mu     sync.Mutex
 	sealed map[bson.ObjectID]bool // batches this consumer inserted whole
 	last   time.Time
+	// unpaced counts the single-entry calls still to come unpaced after a failed one: the
+	// stream worker retries a failed batch's entries one at a time, and pacing each would
+	// hold a backlog of BatchSize entries for minutes. Most find their clicks stored and
+	// counted already; the rest are at most one failed batch's worth of new batches.
+	unpaced int
 }
 
 func (c *Consumer) init() {
@@ -97,9 +102,26 @@ func (c *Consumer) hook(s Step) error {
 // it returns nil, which is once every click among them is counted or left to a batch that is
 // still pending and will be. An entry that is no click (a foreign or damaged entry) is
 // logged and skipped: retrying cannot fix it. A click of a purged link is dropped.
-func (c *Consumer) Handle(ctx context.Context, msgs []stream.Message) error {
+func (c *Consumer) Handle(ctx context.Context, msgs []stream.Message) (err error) {
 	c.init()
-	c.pace(ctx)
+	c.mu.Lock()
+	retrying := len(msgs) == 1 && c.unpaced > 0
+	if retrying {
+		c.unpaced--
+	} else {
+		c.unpaced = 0
+	}
+	c.mu.Unlock()
+	defer func() {
+		if err != nil {
+			c.mu.Lock()
+			c.unpaced = BatchSize
+			c.mu.Unlock()
+		}
+	}()
+	if !retrying {
+		c.pace(ctx)
+	}
 	clicks := make([]analytics.Click, 0, len(msgs))
 	links := map[string]bool{}
 	for _, m := range msgs {

@@ -123,3 +123,46 @@ func TestBatchesArePaced(t *testing.T) {
 		t.Fatalf("three batches took %s, want 100 ms and a little", took)
 	}
 }
+
+// After a failed batch the stream worker retries its entries one at a time: those calls are
+// not paced (a backlog of a thousand entries would otherwise wait minutes), and pacing
+// resumes with the next call of several entries.
+func TestRetriesOfOneEntryAreNotPaced(t *testing.T) {
+	st, err := store.New(context.Background(), testenv.Mongo(t), 90*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c := newConsumer(t, st)
+	c.FlushInterval = 5 * time.Second
+	c.Hook = crashAt(Inserted)
+	link := testenv.Name("link")
+	var msgs []stream.Message
+	for i := range 4 {
+		cl := analytics.Click{EventID: fmt.Sprintf("%s-%d", link, i), LinkID: link, OwnerID: "o", ClickedAt: time.Now(), Visitor: "v"}
+		msgs = append(msgs, stream.Message{ID: fmt.Sprint(i), Values: cl.Fields()})
+	}
+	if err := c.Handle(ctx, msgs); !errors.Is(err, errCrash) {
+		t.Fatalf("the batch did not fail: %v", err)
+	}
+	start := time.Now()
+	for _, m := range msgs {
+		if err := c.Handle(ctx, []stream.Message{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Fatalf("four retries of one entry took %s: paced", took)
+	}
+	a, err := st.LinkAnalytics(ctx, link, "x", time.Now().Add(-24*time.Hour), time.Now())
+	if err != nil || a.TotalClicks != 4 {
+		t.Fatalf("analytics %+v, %v; want 4 clicks", a, err)
+	}
+	start = time.Now()
+	if err := c.Handle(ctx, msgs[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 4*time.Second {
+		t.Fatalf("a call of two entries after the retries was not paced (%s)", took)
+	}
+}

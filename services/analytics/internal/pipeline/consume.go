@@ -30,7 +30,7 @@ const (
 	// takes (see the store's guard window).
 	FlushInterval = 250 * time.Millisecond
 	// BatchSize is the most clicks a batch holds.
-	BatchSize = 1000
+	BatchSize = 5000
 	// SealAge is the age after which any consumer may apply a batch another one began: its
 	// Insert, bounded by batchTimeout (which the driver passes on to the server as
 	// maxTimeMS), is over by then. It equals the worker's ClaimMinIdle, so a dead consumer's

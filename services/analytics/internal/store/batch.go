@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -15,37 +16,83 @@ import (
 
 // A batch is counted exactly once without transactions, in steps that each heal on retry:
 //
-//  1. Insert stores the batch's clicks pending in a new batch id; a click stored before
-//     (a redelivery, or an event the producer wrote twice) keeps its own state.
-//  2. PendingBatches names the batches still pending among those stored before.
-//  3. Apply reads a batch's pending clicks and adds them to the rollups in one bulkWrite,
-//     each rollup guarded by the batch id, so applying a batch again adds nothing.
-//  4. Finish marks the batch's clicks applied (no longer pending).
+//  1. Insert records a new batch, open, then stores the batch's clicks in it; a click
+//     stored before (a redelivery, or an event the producer wrote twice) stays in its own.
+//  2. PendingBatches names the batches still open among those of the clicks stored before.
+//  3. Apply reads a batch's clicks and adds them to the rollups in one bulkWrite, each
+//     rollup guarded by the batch id, so applying a batch again adds nothing.
+//  4. Finish closes the batch.
 //
 // Only then are the stream entries acknowledged, so a crash between any two steps leaves
-// them to be delivered again, and the clicks pending to be found again. A batch may be
+// them to be delivered again, and the batch open to be found again. A batch may be
 // applied by any consumer once its Insert is over: a batch read while its clicks are still
 // being inserted would be applied short. Its own consumer knows when that is; any other
 // waits until the batch is older than the longest an Insert may take (see SealAge).
 
-// Insert stores clicks pending in batch, now, and returns the ids of those stored before.
+// Insert records batch, open, and stores clicks in it, now; it returns the ids of the clicks
+// stored before. The record goes first: no click is ever in a batch nobody can find.
 func (s *Store) Insert(ctx context.Context, clicks []analytics.Click, batch bson.ObjectID, now time.Time) ([]string, error) {
-	docs := make([]any, len(clicks))
 	stored := now.UTC()
+	if _, err := s.batches.InsertOne(ctx, batchDoc{ID: batch, Stored: stored, Open: true, ExpiresAt: stored.Add(batchKeep)}); err != nil && !mongo.IsDuplicateKeyError(err) {
+		return nil, fmt.Errorf("record batch: %w", err)
+	}
+	docs := make([]any, len(clicks))
 	for i, c := range clicks {
 		docs[i] = clickDoc{ID: c.EventID, LinkID: c.LinkID, OwnerID: c.OwnerID, ClickedAt: c.ClickedAt.UTC(), Day: Day(c.ClickedAt),
 			Country: c.Country, Referrer: c.Referrer, DeviceType: c.DeviceType, Browser: c.Browser, OS: c.OS,
-			Visitor: VisitorID(c), ExpiresAt: expiry(c.ClickedAt, stored, s.retention), Pending: &stored, Batch: batch}
+			Visitor: VisitorID(c), ExpiresAt: expiry(c.ClickedAt, stored, s.retention), Batch: batch}
 	}
 	dups, err := insertNew(ctx, s.clicks, docs)
 	if err != nil {
 		return nil, fmt.Errorf("store clicks: %w", err)
 	}
 	ids := make([]string, len(dups))
+	dup := make(map[int]bool, len(dups))
 	for i, d := range dups {
 		ids[i] = clicks[d].EventID
+		dup[d] = true
 	}
+	in := make([]clickDoc, 0, len(docs)-len(dups))
+	for i, d := range docs {
+		if !dup[i] {
+			in = append(in, d.(clickDoc))
+		}
+	}
+	s.inserted.put(batch, in)
 	return ids, nil
+}
+
+// insertedBatches keeps the clicks of the last few batches this store inserted whole, until
+// they are finished: exactly the clicks the store holds in each, so applying one reads them
+// from memory rather than the store.
+type insertedBatches struct {
+	mu sync.Mutex
+	m  map[bson.ObjectID][]clickDoc
+}
+
+// keptBatches bounds insertedBatches: a consumer finishes its batches one at a time.
+const keptBatches = 4
+
+func (b *insertedBatches) put(batch bson.ObjectID, clicks []clickDoc) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil || len(b.m) >= keptBatches {
+		b.m = map[bson.ObjectID][]clickDoc{}
+	}
+	b.m[batch] = clicks
+}
+
+func (b *insertedBatches) get(batch bson.ObjectID) ([]clickDoc, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, ok := b.m[batch]
+	return c, ok
+}
+
+func (b *insertedBatches) drop(batch bson.ObjectID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.m, batch)
 }
 
 // expiry is when a click made at clicked and stored at stored is deleted: retention after it
@@ -59,41 +106,59 @@ func expiry(clicked, stored time.Time, retention time.Duration) time.Time {
 	return stored.Add(retention).UTC()
 }
 
-var isPending = bson.E{Key: "pending", Value: bson.D{{Key: "$exists", Value: true}}}
+// isOpen matches the batches not yet in the rollups.
+var isOpen = bson.D{{Key: "open", Value: bson.D{{Key: "$exists", Value: true}}}}
 
-// PendingBatches are the batches holding clicks among ids that are not applied yet.
+// PendingBatches are the open batches of the clicks among ids.
 func (s *Store) PendingBatches(ctx context.Context, ids []string) ([]bson.ObjectID, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return s.batches(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}, isPending})
+	var of []bson.ObjectID
+	if err := s.clicks.Distinct(ctx, "batch", bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}).Decode(&of); err != nil {
+		return nil, fmt.Errorf("find the batches of clicks: %w", err)
+	}
+	if len(of) == 0 {
+		return nil, nil
+	}
+	return s.openBatches(ctx, append(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: of}}}}, isOpen...))
 }
 
-// StaleBatches are the pending batches begun before cutoff: those whose consumer failed or
+// StaleBatches are the open batches stored before cutoff: those whose consumer failed or
 // died, and whose stream entries may be gone (dead-lettered).
 func (s *Store) StaleBatches(ctx context.Context, cutoff time.Time) ([]bson.ObjectID, error) {
-	return s.batches(ctx, bson.D{{Key: "batch", Value: bson.D{{Key: "$lt", Value: bson.NewObjectIDFromTimestamp(cutoff)}}}, isPending})
+	return s.openBatches(ctx, append(bson.D{{Key: "stored", Value: bson.D{{Key: "$lt", Value: cutoff.UTC()}}}}, isOpen...))
 }
 
-func (s *Store) batches(ctx context.Context, filter bson.D) ([]bson.ObjectID, error) {
-	var out []bson.ObjectID
-	if err := s.clicks.Distinct(ctx, "batch", filter).Decode(&out); err != nil {
-		return nil, fmt.Errorf("find pending batches: %w", err)
+func (s *Store) openBatches(ctx context.Context, filter bson.D) ([]bson.ObjectID, error) {
+	cur, err := s.batches.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, fmt.Errorf("find open batches: %w", err)
+	}
+	var docs []batchDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("find open batches: %w", err)
+	}
+	out := make([]bson.ObjectID, len(docs))
+	for i, d := range docs {
+		out[i] = d.ID
 	}
 	return out, nil
 }
 
-// Apply adds batch's pending clicks to the rollups, those of purged links left out. Their
+// Apply adds batch's clicks to the rollups, those of purged links left out. Their
 // new visitors are decided first: a visitor's document names the click that met it first,
 // inserted once, so the decision is the same every time the batch is applied.
 func (s *Store) Apply(ctx context.Context, batch bson.ObjectID) error {
-	cur, err := s.clicks.Find(ctx, bson.D{{Key: "batch", Value: batch}, isPending})
-	if err != nil {
-		return fmt.Errorf("read batch: %w", err)
-	}
-	var clicks []clickDoc
-	if err := cur.All(ctx, &clicks); err != nil {
-		return fmt.Errorf("read batch: %w", err)
+	clicks, ok := s.inserted.get(batch)
+	if !ok {
+		cur, err := s.clicks.Find(ctx, bson.D{{Key: "batch", Value: batch}})
+		if err != nil {
+			return fmt.Errorf("read batch: %w", err)
+		}
+		if err := cur.All(ctx, &clicks); err != nil {
+			return fmt.Errorf("read batch: %w", err)
+		}
 	}
 	links := map[string]bool{}
 	for _, c := range clicks {
@@ -170,27 +235,25 @@ func (s *Store) firstClicks(ctx context.Context, clicks []clickDoc, gone map[str
 	return out, nil
 }
 
-// Finish marks batch applied: its clicks are no longer pending.
+// Finish closes batch: it is in the rollups.
 func (s *Store) Finish(ctx context.Context, batch bson.ObjectID) error {
-	_, err := s.clicks.UpdateMany(ctx, bson.D{{Key: "batch", Value: batch}, isPending},
-		bson.D{{Key: "$unset", Value: bson.D{{Key: "pending", Value: ""}, {Key: "batch", Value: ""}}}})
-	if err != nil {
+	if _, err := s.batches.UpdateOne(ctx, bson.D{{Key: "_id", Value: batch}}, bson.D{{Key: "$unset", Value: bson.D{{Key: "open", Value: ""}}}}); err != nil {
 		return fmt.Errorf("finish batch: %w", err)
 	}
+	s.inserted.drop(batch)
 	return nil
 }
 
-// AppliedUntil is when the oldest click still pending was stored: every click stored
-// before it is in the rollups. now when none is pending.
+// AppliedUntil is when the oldest batch still open was stored: every click stored before it
+// is in the rollups. now when none is open.
 func (s *Store) AppliedUntil(ctx context.Context, now time.Time) (time.Time, error) {
-	var oldest clickDoc
-	err := s.clicks.FindOne(ctx, bson.D{isPending}, options.FindOne().SetSort(bson.D{{Key: "pending", Value: 1}}).
-		SetProjection(bson.D{{Key: "pending", Value: 1}})).Decode(&oldest)
+	var oldest batchDoc
+	err := s.batches.FindOne(ctx, isOpen, options.FindOne().SetSort(bson.D{{Key: "stored", Value: 1}})).Decode(&oldest)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return now, nil
 	}
-	if err != nil || oldest.Pending == nil {
-		return time.Time{}, fmt.Errorf("read oldest pending click: %w", err)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read oldest open batch: %w", err)
 	}
-	return *oldest.Pending, nil
+	return oldest.Stored, nil
 }

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"golang.org/x/sync/errgroup"
 )
 
 // Rollup ids in the rollups collection; the prefixes keep each kind in its own _id range,
@@ -124,61 +125,75 @@ func (t tally) addClick(c *clickDoc, newVisitor bool) {
 	t.doc(hourID(c.ClickedAt), nil).add("clicks", 1)
 }
 
-// models are the tally's writes, in id order. Without a batch, one $inc upsert per rollup.
-// With one, every rollup is first made if missing (an upsert by _id alone, which the server
-// decides among concurrent ones: MongoDB retries the losers, as it does for any upsert whose
-// filter is an equality on a unique index), then added to by an update guarded by the batch:
-// it adds nothing to a rollup that already holds the batch, and records the batch in the
-// rollup's guard window. The creations come first, so every guarded update finds its rollup.
+// models are the tally's $inc upserts, in id order. With a batch, each is guarded by it: it
+// adds nothing to a rollup that already holds the batch (the filter misses, and the upsert
+// then meets the existing _id: a duplicate key), and records the batch in the rollup's guard
+// window. A duplicate key also answers an upsert that lost a race to create the rollup
+// (MongoDB retries such a loser itself only when the filter is an equality on the unique
+// key, which a guarded filter is not); write tells the two apart.
 func (t tally) models(batch *bson.ObjectID) []mongo.WriteModel {
 	ids := make([]string, 0, len(t))
 	for id := range t {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	var creations, adds []mongo.WriteModel
+	out := make([]mongo.WriteModel, 0, len(ids))
 	for _, id := range ids {
 		r := t[id]
 		inc := make(bson.D, 0, len(r.order))
 		for _, f := range r.order {
 			inc = append(inc, bson.E{Key: f, Value: r.inc[f]})
 		}
-		byID := bson.D{{Key: "_id", Value: id}}
+		filter := bson.D{{Key: "_id", Value: id}}
 		update := bson.D{{Key: "$inc", Value: inc}}
 		if len(r.set) > 0 {
 			update = append(update, bson.E{Key: "$set", Value: r.set})
 		}
-		if batch == nil {
-			adds = append(adds, mongo.NewUpdateOneModel().SetFilter(byID).SetUpdate(update).SetUpsert(true))
-			continue
+		if batch != nil {
+			filter = append(filter, bson.E{Key: "applied", Value: bson.D{{Key: "$ne", Value: *batch}}})
+			update = append(update, bson.E{Key: "$push", Value: bson.D{{Key: "applied", Value: bson.D{
+				{Key: "$each", Value: bson.A{*batch}}, {Key: "$slice", Value: -guardWindow}}}}})
 		}
-		creations = append(creations, mongo.NewUpdateOneModel().SetFilter(byID).
-			SetUpdate(bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: "applied", Value: bson.A{}}}}}).SetUpsert(true))
-		update = append(update, bson.E{Key: "$push", Value: bson.D{{Key: "applied", Value: bson.D{
-			{Key: "$each", Value: bson.A{*batch}}, {Key: "$slice", Value: -guardWindow}}}}})
-		guarded := bson.D{{Key: "_id", Value: id}, {Key: "applied", Value: bson.D{{Key: "$ne", Value: *batch}}}}
-		adds = append(adds, mongo.NewUpdateOneModel().SetFilter(guarded).SetUpdate(update))
+		out = append(out, mongo.NewUpdateOneModel().SetFilter(filter).SetUpdate(update).SetUpsert(true))
 	}
-	return append(creations, adds...)
+	return out
 }
 
-// write applies models in one ordered bulkWrite (a batch's creations before its additions).
-// Every model can be applied again without effect, so a bulkWrite cut short is written again
-// whole; so is one that lost a race to create a rollup on a server that answers the loser
-// with a duplicate key instead of retrying it.
+// write applies models in unordered bulkWrites, the parts of a large batch at once on
+// connections of their own (the models touch distinct rollups). A model answered with a
+// duplicate key is written once more: the rollup exists by then, so the second try either
+// finds it without the batch and adds to it (the first try lost the race to create it), or
+// misses again because the rollup holds the batch — a second duplicate key, which means done.
 func (s *Store) write(ctx context.Context, models []mongo.WriteModel) error {
-	if len(models) == 0 {
-		return nil
+	parts := min(insertParallelism, (len(models)+insertPart-1)/insertPart)
+	if parts <= 1 {
+		return s.writePart(ctx, models)
 	}
-	for try := 1; ; try++ {
-		_, err := s.rollups.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(true))
-		if err == nil {
+	size := (len(models) + parts - 1) / parts
+	var g errgroup.Group
+	for p := range parts {
+		g.Go(func() error { return s.writePart(ctx, models[p*size:min((p+1)*size, len(models))]) })
+	}
+	return g.Wait()
+}
+
+func (s *Store) writePart(ctx context.Context, models []mongo.WriteModel) error {
+	for try := 1; len(models) > 0; try++ {
+		_, err := s.rollups.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+		if err == nil || try == 2 && isOnlyDuplicates(err) {
 			return nil
 		}
-		if try == 3 || !isOnlyDuplicates(err) {
+		var bwe mongo.BulkWriteException
+		if try == 2 || !errors.As(err, &bwe) || !isOnlyDuplicates(err) {
 			return fmt.Errorf("write rollups: %w", err)
 		}
+		again := make([]mongo.WriteModel, 0, len(bwe.WriteErrors))
+		for _, we := range bwe.WriteErrors {
+			again = append(again, models[we.Index])
+		}
+		models = again
 	}
+	return nil
 }
 
 // isOnlyDuplicates tells a bulkWrite error made of duplicate keys alone.

@@ -3,9 +3,10 @@
 // update is one atomic, guarded $inc:
 //
 //   - link_clicks: the raw clicks, one insert each under the click's event id, so a
-//     redelivered click is stored once. A click is inserted pending in its consumer's batch;
-//     it stops being pending once its batch is in the rollups (see batch.go). Each expires
-//     LINKMESH_CLICK_RETENTION after it was clicked (a TTL index on expires_at).
+//     redelivered click is stored once, in the batch of the consumer that stored it. Each
+//     expires LINKMESH_CLICK_RETENTION after it was clicked (a TTL index on expires_at).
+//   - click_batches: one record per batch of clicks, open until the batch is in the
+//     rollups (see batch.go).
 //   - link_visitors: one document per (link, day, visitor hash) naming the click that met
 //     the visitor first, so a visitor counts once however often its clicks are applied.
 //   - rollups: every count the answers read, one document each: a link's day, a link's
@@ -19,12 +20,14 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
@@ -33,21 +36,27 @@ import (
 // Collections the store owns.
 const (
 	Clicks   = "link_clicks"
+	Batches  = "click_batches"
 	Visitors = "link_visitors"
 	Rollups  = "rollups"
 	purged   = "purged_links"
 )
 
+// batchKeep is how long a batch's record is kept after it was stored: far longer than a
+// batch stays open, and than its clicks may be delivered again.
+const batchKeep = 7 * 24 * time.Hour
+
 // Store reads and writes the analytics collections.
 type Store struct {
-	clicks, visitors, rollups, purged *mongo.Collection
-	retention                         time.Duration
+	clicks, batches, visitors, rollups, purged *mongo.Collection
+	retention                                  time.Duration
+	inserted                                   insertedBatches
 }
 
 // New returns a Store on db after bringing its schema up to date and making sure its
 // indexes exist. Raw clicks and visitors are kept for retention after their click.
 func New(ctx context.Context, db *mongo.Database, retention time.Duration) (*Store, error) {
-	s := &Store{clicks: db.Collection(Clicks), visitors: db.Collection(Visitors), rollups: db.Collection(Rollups),
+	s := &Store{clicks: db.Collection(Clicks), batches: db.Collection(Batches), visitors: db.Collection(Visitors), rollups: db.Collection(Rollups),
 		purged: db.Collection(purged), retention: retention}
 	if err := s.migrate(ctx, db); err != nil {
 		return nil, err
@@ -55,12 +64,11 @@ func New(ctx context.Context, db *mongo.Database, retention time.Duration) (*Sto
 	idx := func(coll, name string, keys bson.D, opts *options.IndexOptionsBuilder) mongodb.Index {
 		return mongodb.Index{Collection: coll, Model: mongo.IndexModel{Keys: keys, Options: opts.SetName(name)}}
 	}
-	pending := bson.D{{Key: "pending", Value: bson.D{{Key: "$exists", Value: true}}}}
 	if err := mongodb.EnsureIndexes(ctx, db,
-		// Pending clicks only: the index holds the batches not yet applied, whatever the
-		// number of clicks kept.
-		idx(Clicks, "pending_batch", bson.D{{Key: "batch", Value: 1}}, options.Index().SetPartialFilterExpression(pending)),
-		idx(Clicks, "pending", bson.D{{Key: "pending", Value: 1}}, options.Index().SetPartialFilterExpression(pending)),
+		idx(Clicks, "batch", bson.D{{Key: "batch", Value: 1}}, options.Index()),
+		// Open batches only: the index holds the batches not yet applied, oldest first.
+		idx(Batches, "open", bson.D{{Key: "stored", Value: 1}}, options.Index().SetPartialFilterExpression(isOpen)),
+		idx(Batches, "expires_at", bson.D{{Key: "expires_at", Value: 1}}, options.Index().SetExpireAfterSeconds(0)),
 		idx(Clicks, "link_day", bson.D{{Key: "link_id", Value: 1}, {Key: "day", Value: 1}}, options.Index()),
 		// expires_at holds the deadline itself, so a new retention setting applies to the
 		// clicks stored from then on without rebuilding the index.
@@ -88,8 +96,15 @@ type clickDoc struct {
 	// Visitor names the click's link_visitors document; empty without a visitor hash.
 	Visitor   string        `bson:"visitor,omitempty"`
 	ExpiresAt time.Time     `bson:"expires_at"`
-	Pending   *time.Time    `bson:"pending,omitempty"` // when it was stored, until applied
 	Batch     bson.ObjectID `bson:"batch,omitempty"`
+}
+
+// batchDoc is a batch's record: when it was stored, and open until it is in the rollups.
+type batchDoc struct {
+	ID        bson.ObjectID `bson:"_id"`
+	Stored    time.Time     `bson:"stored"`
+	Open      bool          `bson:"open,omitempty"`
+	ExpiresAt time.Time     `bson:"expires_at"`
 }
 
 // visitorDoc is one visitor of a link on a day and the click that met it first.
@@ -116,20 +131,41 @@ func insertNew(ctx context.Context, coll *mongo.Collection, docs []any) ([]int, 
 	if len(docs) == 0 {
 		return nil, nil
 	}
-	_, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
-	var bwe mongo.BulkWriteException
-	if errors.As(err, &bwe) && bwe.WriteConcernError == nil {
-		dups := make([]int, 0, len(bwe.WriteErrors))
-		for _, we := range bwe.WriteErrors {
-			if !mongo.IsDuplicateKeyError(we) {
-				return nil, err
+	// Parts of a large batch go in at once, on connections of their own: one insert runs on
+	// one server process, and the others would idle.
+	parts := min(insertParallelism, (len(docs)+insertPart-1)/insertPart)
+	size := (len(docs) + parts - 1) / parts
+	dups := make([][]int, parts)
+	var g errgroup.Group
+	for p := range parts {
+		from, to := p*size, min((p+1)*size, len(docs))
+		g.Go(func() error {
+			_, err := coll.InsertMany(ctx, docs[from:to], options.InsertMany().SetOrdered(false))
+			var bwe mongo.BulkWriteException
+			if errors.As(err, &bwe) && bwe.WriteConcernError == nil {
+				for _, we := range bwe.WriteErrors {
+					if !mongo.IsDuplicateKeyError(we) {
+						return err
+					}
+					dups[p] = append(dups[p], from+we.Index)
+				}
+				return nil
 			}
-			dups = append(dups, we.Index)
-		}
-		return dups, nil
+			return err
+		})
 	}
-	return nil, err
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return slices.Concat(dups...), nil
 }
+
+// A batch's inserts go in parts of at least insertPart documents, at most
+// insertParallelism at once.
+const (
+	insertPart        = 250
+	insertParallelism = 4
+)
 
 // prefixRange matches the string ids starting with prefix, through the _id index.
 func prefixRange(prefix string) bson.D {

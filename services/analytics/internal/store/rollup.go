@@ -11,7 +11,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"golang.org/x/sync/errgroup"
 )
 
 // Rollup ids in the rollups collection; the prefixes keep each kind in its own _id range,
@@ -159,25 +158,13 @@ func (t tally) models(batch *bson.ObjectID) []mongo.WriteModel {
 	return out
 }
 
-// write applies models in unordered bulkWrites, the parts of a large batch at once on
-// connections of their own (the models touch distinct rollups). A model answered with a
-// duplicate key is written once more: the rollup exists by then, so the second try either
-// finds it without the batch and adds to it (the first try lost the race to create it), or
-// misses again because the rollup holds the batch — a second duplicate key, which means done.
+// write applies models in one unordered bulkWrite, not in parts written at once as Insert
+// does: many concurrent upserts of distinct new documents crashed the embedded store's
+// server process (DocumentDB 0.108). A model answered with a duplicate key is written once
+// more: the rollup exists by then, so the second try either finds it without the batch and
+// adds to it (the first try lost the race to create it), or misses again because the
+// rollup holds the batch — a second duplicate key, which means done.
 func (s *Store) write(ctx context.Context, models []mongo.WriteModel) error {
-	parts := min(insertParallelism, (len(models)+insertPart-1)/insertPart)
-	if parts <= 1 {
-		return s.writePart(ctx, models)
-	}
-	size := (len(models) + parts - 1) / parts
-	var g errgroup.Group
-	for p := range parts {
-		g.Go(func() error { return s.writePart(ctx, models[p*size:min((p+1)*size, len(models))]) })
-	}
-	return g.Wait()
-}
-
-func (s *Store) writePart(ctx context.Context, models []mongo.WriteModel) error {
 	for try := 1; len(models) > 0; try++ {
 		_, err := s.rollups.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
 		if err == nil || try == 2 && isOnlyDuplicates(err) {

@@ -14,7 +14,7 @@ import (
 	"github.com/linkmesh/linkmesh/services/quota/internal/window"
 )
 
-func newStore(t *testing.T) (*Store, *mongo.Database) {
+func newStore(t testing.TB) (*Store, *mongo.Database) {
 	t.Helper()
 	db := testenv.Mongo(t)
 	if err := Prepare(context.Background(), db); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -75,8 +76,8 @@ func (p *prober) probe(ctx context.Context) (time.Duration, error) {
 			p.seen = got
 			return time.Since(answered), nil
 		}
-		if time.Since(answered) > time.Minute {
-			return 0, fmt.Errorf("a probe visit not counted after a minute (%d of %d)", got, want)
+		if took := time.Since(answered); took > probeLimit {
+			return took, errProbeLate
 		}
 		select {
 		case <-ctx.Done():
@@ -85,6 +86,13 @@ func (p *prober) probe(ctx context.Context) (time.Duration, error) {
 		}
 	}
 }
+
+// probeLimit is how long a probe waits for its click to be counted.
+const probeLimit = time.Minute
+
+// errProbeLate says a probe's click was not counted within probeLimit: the figure is then
+// at least probeLimit, and the probes stop (later ones would count the late click too).
+var errProbeLate = errors.New("a probe visit not counted within a minute")
 
 // runFreshLight times freshSamples probes one after another on an idle system.
 func runFreshLight(ctx context.Context, p *prober) (target, error) {
@@ -117,8 +125,12 @@ func freshDuring(ctx context.Context, p *prober, stop <-chan struct{}) func() (t
 				return
 			default:
 			}
-			var d time.Duration
-			if d, err = p.probe(ctx); err != nil {
+			d, perr := p.probe(ctx)
+			if errors.Is(perr, errProbeLate) {
+				ds = append(ds, d)
+				return
+			}
+			if err = perr; err != nil {
 				return
 			}
 			ds = append(ds, d)

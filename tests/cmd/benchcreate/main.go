@@ -5,8 +5,8 @@
 // every 201 left a stored link: a creation counts only when it is durable.
 //
 // As baselines it measures, in the same run and on the same embedded store, from the same
-// number of parallel writers: single-document inserts and upserts into a scratch collection,
-// and the documents one creation writes (the quota bucket's atomic $inc and the link's insert)
+// number of parallel writers: single-document inserts into a scratch collection, and the
+// documents one creation writes (the caller's quota bucket and the link)
 // on scratch copies of the services' collections — the store's ceiling, which no creation can
 // beat. Each scenario's rate is judged as a share of that ceiling.
 //
@@ -30,7 +30,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
@@ -125,20 +124,9 @@ func run(ctx context.Context, o opts) error {
 		return time.Since(t0), err
 	}
 
-	buckets := b.DB("scratch").Collection("buckets")
-	if _, err := buckets.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "scope", Value: 1}, {Key: "identity_key", Value: 1}, {Key: "window_start", Value: 1}}, Options: options.Index().SetUnique(true)}); err != nil {
-		return err
-	}
-	upsert := func(ctx context.Context) (time.Duration, error) {
-		n := seq.Add(1)
-		t0 := time.Now()
-		_, err := buckets.UpdateOne(ctx, bson.D{{Key: "scope", Value: "s"}, {Key: "identity_key", Value: fmt.Sprint(n)}, {Key: "window_start", Value: "2026-11-23T12:00Z"}},
-			bson.D{{Key: "$inc", Value: bson.D{{Key: "count", Value: 1}}}}, options.UpdateOne().SetUpsert(true))
-		return time.Since(t0), err
-	}
-	// A creation's own writes, shaped and indexed as the services' (the quota bucket's $inc
-	// and the link), one after another as a creation does them: what the store alone allows,
-	// before any service does its part.
+	// A creation's own writes, shaped and indexed as the services' (the quota bucket, new for
+	// each caller, and the link), one after another as a creation does them: what the store
+	// alone allows, before any service does its part.
 	scratchOf := func(db, coll string) (*mongo.Collection, error) {
 		c := b.DB("scratch").Collection(db + "_" + coll)
 		return c, stack.CopyIndexes(ctx, b.DB(db).Collection(coll), c)
@@ -158,11 +146,8 @@ func run(ctx context.Context, o opts) error {
 		n := seq.Add(1)
 		t0 := time.Now()
 		key, window := fmt.Sprintf("ip%d", n), time.Now().UTC().Format("2006-01-02T15:04Z")
-		_, err := sUsage.UpdateOne(ctx, bson.D{{Key: "scope", Value: "anonymous_create"}, {Key: "identity_key", Value: key}, {Key: "window_start", Value: window}},
-			bson.D{{Key: "$inc", Value: bson.D{{Key: "count", Value: 1}}},
-				{Key: "$max", Value: bson.D{{Key: "expires_at", Value: time.Now().Add(24 * time.Hour)}}},
-				{Key: "$setOnInsert", Value: bson.D{{Key: "is_anonymous", Value: 1}}}},
-			options.UpdateOne().SetUpsert(true))
+		_, err := sUsage.InsertOne(ctx, bson.D{{Key: "identity_key", Value: key}, {Key: "scope", Value: "anonymous_create"}, {Key: "is_anonymous", Value: 1},
+			{Key: "window_start", Value: window}, {Key: "count", Value: 1}, {Key: "expires_at", Value: time.Now().Add(24 * time.Hour)}})
 		id, now := bson.NewObjectID().Hex(), time.Now().UTC()
 		if err == nil {
 			_, err = sLinks.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "short_code", Value: fmt.Sprintf("c%07d", n)},
@@ -187,7 +172,6 @@ func run(ctx context.Context, o opts) error {
 		target bool
 	}{
 		{"store baseline: one insert", insert, false},
-		{"store baseline: one upsert", upsert, false},
 		{"store baseline: a creation's writes", creationOps, false},
 		{"many anonymous callers", anonymous, true},
 		{"one signed-in caller", signedIn, true},

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"runtime"
 	"os"
 	"os/signal"
 	"slices"
@@ -235,8 +236,18 @@ func serve(ctx context.Context, srv *server.Server, ln net.Listener, drain time.
 }
 
 // debugServer serves Go's runtime profiles on ln until its context ends.
+// Lock contention and blocking are sampled only while a profile of them is being taken
+// (/debug/pprof/mutex?seconds=N, /debug/pprof/block?seconds=N): one in mutexFraction
+// contended unlocks, a blocking event per blockRate of time blocked. The rest of the time
+// they cost the service nothing.
 func debugServer(ln net.Listener, log *slog.Logger) func(context.Context) {
 	mux := http.NewServeMux()
+	mux.Handle("/debug/pprof/mutex", sampling(func(on bool) {
+		runtime.SetMutexProfileFraction(map[bool]int{true: mutexFraction}[on])
+	}))
+	mux.Handle("/debug/pprof/block", sampling(func(on bool) {
+		runtime.SetBlockProfileRate(map[bool]int{true: int(blockRate)}[on])
+	}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -244,6 +255,26 @@ func debugServer(ln net.Listener, log *slog.Logger) func(context.Context) {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	// A CPU profile runs as long as asked (default 30 s), so writes get no deadline.
 	return sideServer(ln, &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, log, "runtime profiles")
+}
+
+// mutexFraction and blockRate are the sampling of lock contention and blocking while the
+// runtime profiles are served.
+const (
+	mutexFraction = 10
+	blockRate     = 10 * time.Microsecond
+)
+
+// sampling serves the named profile of its path with set(true) in force while it is taken:
+// one profile at a time, so a second request waits for the first.
+func sampling(set func(on bool)) http.Handler {
+	var mu sync.Mutex
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		set(true)
+		defer set(false)
+		pprof.Index(w, r)
+	})
 }
 
 // metricsServer serves reg on ln (/metrics) until its context ends.

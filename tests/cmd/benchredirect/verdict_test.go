@@ -14,17 +14,17 @@ func TestJudge(t *testing.T) {
 		line    string // String() of the first target
 		pass    bool
 	}{
-		{"above", []target{{"ratio", 0.88, minRatio, false}}, "ratio 0.88× — target ≥ 0.85×: met", true},
-		{"exactly at the floor", []target{{"ratio", minRatio, minRatio, false}}, "ratio 0.85× — target ≥ 0.85×: met", true},
-		{"just below", []target{{"ratio", 0.8496, minRatio, false}}, "ratio 0.8496× — target ≥ 0.85×: MISSED", false},
-		{"rounds up to the floor", []target{{"ratio", 0.849, minRatio, false}}, "ratio 0.849× — target ≥ 0.85×: MISSED", false},
-		{"well below", []target{{"ratio", 0.61, minRatio, false}}, "ratio 0.61× — target ≥ 0.85×: MISSED", false},
-		{"nothing measured", []target{{"ratio", math.NaN(), minRatio, false}}, "ratio NaN× — target ≥ 0.85×: MISSED", false},
-		{"zero baseline", []target{{"ratio", math.Inf(1), minRatio, false}}, "ratio +Inf× — target ≥ 0.85×: MISSED", false},
+		{"above", []target{{"ratio", 0.88, minUnrecorded, false}}, "ratio 0.88× — target ≥ 0.85×: met", true},
+		{"exactly at the floor", []target{{"ratio", minUnrecorded, minUnrecorded, false}}, "ratio 0.85× — target ≥ 0.85×: met", true},
+		{"just below", []target{{"ratio", 0.8496, minUnrecorded, false}}, "ratio 0.8496× — target ≥ 0.85×: MISSED", false},
+		{"rounds up to the floor", []target{{"ratio", 0.849, minUnrecorded, false}}, "ratio 0.849× — target ≥ 0.85×: MISSED", false},
+		{"well below", []target{{"ratio", 0.61, minUnrecorded, false}}, "ratio 0.61× — target ≥ 0.85×: MISSED", false},
+		{"nothing measured", []target{{"ratio", math.NaN(), minUnrecorded, false}}, "ratio NaN× — target ≥ 0.85×: MISSED", false},
+		{"zero baseline", []target{{"ratio", math.Inf(1), minUnrecorded, false}}, "ratio +Inf× — target ≥ 0.85×: MISSED", false},
 		{"floor from -min-ratio", []target{{"ratio", 0.8749, 0.875, false}}, "ratio 0.87× — target ≥ 0.875×: MISSED", false},
 		{"ceiling kept", []target{{"p99 ms", 1.4, 2, true}}, "p99 ms 1.40 — target ≤ 2: met", true},
 		{"ceiling passed", []target{{"p99 ms", 2.01, 2, true}}, "p99 ms 2.01 — target ≤ 2: MISSED", false},
-		{"one of two missed", []target{{"ratio", 0.9, minRatio, false}, {"p99 ratio", 0.5, 0.7, false}}, "ratio 0.90× — target ≥ 0.85×: met", false},
+		{"one of two missed", []target{{"ratio", 0.9, minUnrecorded, false}, {"p99 ratio", 0.5, 0.7, false}}, "ratio 0.90× — target ≥ 0.85×: met", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -62,7 +62,14 @@ func TimeGET(ctx context.Context, base, path, session string, warm, samples int,
 // FetchProfile saves to path a CPU profile, lasting d, of the service that serves its
 // runtime profiles on addr (LINKMESH_DEBUG_ADDR).
 func FetchProfile(ctx context.Context, addr string, d time.Duration, path string) error {
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(int(d.Seconds()), 1))
+	return FetchProfileKind(ctx, addr, "profile", d, path)
+}
+
+// FetchProfileKind saves to path the profile kind (profile for CPU, mutex, block, allocs,
+// trace) over the next d, of the service that serves its runtime profiles on addr: the
+// counting profiles come as the difference over d, so they show what the load did.
+func FetchProfileKind(ctx context.Context, addr, kind string, d time.Duration, path string) error {
+	url := fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", addr, kind, max(int(d.Seconds()), 1))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -73,7 +80,7 @@ func FetchProfile(ctx context.Context, addr string, d time.Duration, path string
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profile from %s: status %d", addr, resp.StatusCode)
+		return fmt.Errorf("%s profile from %s: status %d", kind, addr, resp.StatusCode)
 	}
 	f, err := os.Create(path)
 	if err != nil {

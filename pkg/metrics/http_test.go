@@ -61,7 +61,7 @@ func TestMiddlewareLabelsByRouteTemplateAndAnsweredStatus(t *testing.T) {
 	if got := testutil.CollectAndCount(h.duration); got != 4 {
 		t.Errorf("%d duration series, want 4", got)
 	}
-	if got := testutil.ToFloat64(h.inflight); got != 0 {
+	if got := h.inflight.Load(); got != 0 {
 		t.Errorf("in flight %v after every request was answered", got)
 	}
 	families, err := reg.Gatherer().Gather()
@@ -84,7 +84,7 @@ func TestMiddlewareLabelsByRouteTemplateAndAnsweredStatus(t *testing.T) {
 		}
 	}
 	all := strings.Join(names, " ")
-	for _, n := range []string{"go_goroutines", "process_resident_memory_bytes", "linkmesh_http_requests_total", "linkmesh_http_request_duration_seconds"} {
+	for _, n := range []string{"go_goroutines", "process_resident_memory_bytes", "linkmesh_http_requests_total", "linkmesh_http_request_duration_seconds", "linkmesh_http_requests_in_flight"} {
 		if !strings.Contains(all, n) {
 			t.Errorf("%s not exposed; have %s", n, all)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,7 +45,7 @@ type ProducerOptions struct {
 type Producer struct {
 	opts  ProducerOptions
 	log   *slog.Logger
-	queue chan map[string]string
+	queue chan entry
 
 	// mu orders Enqueue against the end of Run: once stopped is set under the write lock,
 	// no entry can enter a queue that nobody will flush again.
@@ -56,6 +57,8 @@ type Producer struct {
 	// taken, that are all written.
 	accepted, settled atomic.Int64
 	drops, errs       *logging.Limiter
+	// args is write's, reused from batch to batch.
+	args []any
 }
 
 // NewProducer checks opts and fills in the defaults.
@@ -81,7 +84,7 @@ func NewProducer(opts ProducerOptions) (*Producer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Producer{opts: opts, log: log.With("stream", opts.Stream), queue: make(chan map[string]string, opts.QueueSize),
+	return &Producer{opts: opts, log: log.With("stream", opts.Stream), queue: make(chan entry, opts.QueueSize),
 		drops: &logging.Limiter{Every: opts.LogInterval}, errs: &logging.Limiter{Every: opts.LogInterval}}, nil
 }
 
@@ -92,7 +95,11 @@ func NewProducer(opts ProducerOptions) (*Producer, error) {
 // buffer is safe), so the caller may reuse the map, and no value Redis cannot encode can
 // stall the queue. Field names are kept as given: they are meant to be constants.
 func (p *Producer) Enqueue(values map[string]any) bool {
-	entry := make(map[string]string, len(values))
+	if len(values) == 0 {
+		p.drop("empty entry")
+		return false
+	}
+	e := entry{more: make([]any, 0, 2*(len(values)-1))}
 	for k, v := range values {
 		s := valueString(v)
 		if _, isString := v.(string); isString {
@@ -100,19 +107,23 @@ func (p *Producer) Enqueue(values map[string]any) bool {
 			// buffer the server reuses once the handler returns; the queue outlives it.
 			s = strings.Clone(s)
 		}
-		entry[k] = s
+		if e.field == "" {
+			e.field, e.value = k, s
+		} else {
+			e.more = append(e.more, k, s)
+		}
 	}
-	return p.EnqueueOwned(entry)
+	return p.enqueue(e)
 }
 
-// EnqueueOwned is Enqueue without the copy, for a hot path that builds its entry for the
-// stream alone: the producer keeps entry, so the caller must not touch it afterwards, and
-// no value may alias a buffer someone else reuses.
-func (p *Producer) EnqueueOwned(entry map[string]string) bool {
-	if len(entry) == 0 {
-		p.drop("empty entry")
-		return false
-	}
+// EnqueueField is Enqueue of an entry of one field, for a hot path that builds its value for
+// the stream alone: it allocates nothing, and the producer keeps value, which must not
+// alias a buffer someone else reuses.
+func (p *Producer) EnqueueField(field, value string) bool {
+	return p.enqueue(entry{field: field, value: value})
+}
+
+func (p *Producer) enqueue(e entry) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.stopped {
@@ -120,13 +131,20 @@ func (p *Producer) EnqueueOwned(entry map[string]string) bool {
 		return false
 	}
 	select {
-	case p.queue <- entry:
+	case p.queue <- e:
 		p.accepted.Add(1)
 		return true
 	default:
 		p.drop("queue full")
 		return false
 	}
+}
+
+// entry is one stream entry: its first field and value, then any more, field and value in
+// turn.
+type entry struct {
+	field, value string
+	more         []any
 }
 
 func (p *Producer) drop(reason string) {
@@ -165,7 +183,7 @@ func (p *Producer) Pending() int64 { return int64(len(p.queue)) + p.held.Load() 
 // Once ctx ends, Enqueue refuses new entries and Run writes out what was queued, for at
 // most DrainTimeout, before returning. Run is meant to be called once.
 func (p *Producer) Run(ctx context.Context) {
-	batch := make([]map[string]string, 0, p.opts.BatchSize)
+	batch := make([]entry, 0, p.opts.BatchSize)
 	tick := time.NewTicker(p.opts.FlushInterval)
 	defer tick.Stop()
 	for {
@@ -196,7 +214,7 @@ func (p *Producer) Run(ctx context.Context) {
 
 // flush writes batch, retrying what Redis refused until it is written or ctx ends, and
 // returns what is left unwritten.
-func (p *Producer) flush(ctx context.Context, batch []map[string]string) []map[string]string {
+func (p *Producer) flush(ctx context.Context, batch []entry) []entry {
 	bo := backoff{min: p.opts.Backoff, max: p.opts.MaxBackoff}
 	for len(batch) > 0 {
 		rest, err := p.write(ctx, batch)
@@ -213,7 +231,7 @@ func (p *Producer) flush(ctx context.Context, batch []map[string]string) []map[s
 }
 
 // drain stops Enqueue, then writes batch and whatever is queued, within DrainTimeout.
-func (p *Producer) drain(ctx context.Context, batch []map[string]string) {
+func (p *Producer) drain(ctx context.Context, batch []entry) {
 	p.mu.Lock()
 	p.stopped = true
 	p.mu.Unlock()
@@ -249,28 +267,51 @@ func (p *Producer) drain(ctx context.Context, batch []map[string]string) {
 	}
 }
 
-// write appends batch in one pipeline and returns the entries whose XADD failed. When
-// Redis fails mid-pipeline, entries it did write may be among them and be written twice.
-func (p *Producer) write(ctx context.Context, batch []map[string]string) ([]map[string]string, error) {
-	pipe := p.opts.Client.Pipeline()
-	cmds := make([]*redis.StringCmd, len(batch))
-	for i, e := range batch {
-		cmds[i] = pipe.XAdd(ctx, &redis.XAddArgs{Stream: p.opts.Stream, Values: e})
+// write appends batch in one call of appendScript and returns what is left unwritten:
+// nothing, or the whole batch. When Redis fails mid-script, the entries it did write are
+// written again by the retry: the producer delivers at least once, and the clicks stream's
+// readers keep an entry once by its event ID.
+//
+// One script call for the batch, not a pipeline of one XADD each: on both ends it is one
+// command to parse and answer instead of hundreds, and the producer builds no command object
+// per entry (it writes a click for under a fifth of the CPU and a twentieth of the garbage).
+func (p *Producer) write(ctx context.Context, batch []entry) ([]entry, error) {
+	args := p.args[:0]
+	for _, e := range batch {
+		args = append(args, pairs(1+len(e.more)/2), e.field, e.value)
+		args = append(args, e.more...)
 	}
-	_, err := pipe.Exec(ctx)
-	rest := batch[:0]
-	for i, c := range cmds {
-		if c.Err() != nil {
-			rest = append(rest, batch[i])
-		}
-	}
-	sent := int64(len(batch) - len(rest))
-	p.sent.Add(sent)
-	p.held.Add(-sent)
+	p.args = args
+	err := appendScript.Run(ctx, p.opts.Client, []string{p.opts.Stream}, args...).Err()
+	clear(args) // the values are the producer's to let go
 	if err != nil {
-		return rest, fmt.Errorf("append %d entries to %s: %w", len(batch), p.opts.Stream, err)
+		return batch, fmt.Errorf("append %d entries to %s: %w", len(batch), p.opts.Stream, err)
 	}
-	return rest, nil
+	p.sent.Add(int64(len(batch)))
+	p.held.Add(-int64(len(batch)))
+	return batch[:0], nil
+}
+
+// appendScript appends its arguments to the stream KEYS[1]: each entry is its number of
+// fields, then its fields and values in turn. It answers how many entries it appended.
+var appendScript = redis.NewScript(`
+local i, n = 1, 0
+while i <= #ARGV do
+  local k = tonumber(ARGV[i])
+  redis.call('XADD', KEYS[1], '*', unpack(ARGV, i + 1, i + 2 * k))
+  i = i + 1 + 2 * k
+  n = n + 1
+end
+return n
+`)
+
+// pairs renders an entry's number of fields as the script reads it; one is the common case,
+// and a constant costs no allocation.
+func pairs(n int) any {
+	if n == 1 {
+		return "1"
+	}
+	return strconv.Itoa(n)
 }
 
 func (p *Producer) warn(ctx context.Context, err error, unsent int) {

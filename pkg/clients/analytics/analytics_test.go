@@ -17,6 +17,10 @@ func TestClickFieldsRoundTrip(t *testing.T) {
 	if err != nil || got != want {
 		t.Fatalf("compact: %+v, %v", got, err)
 	}
+	// The wire form is fixed: gateways and analytics services of two releases share it.
+	if got := string(c.AppendCompact([]byte("x"))); got != "x1\te1\tl1\to1\tabc\t1763900000123\tGB\tnews.example.com\tmobile\tMobile Safari\tiOS\tv" {
+		t.Fatalf("compact form %q", got)
+	}
 	wide := map[string]string{}
 	for k, v := range c.Values() {
 		wide[k] = v.(string)

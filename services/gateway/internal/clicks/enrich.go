@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/ua-parser/uap-go/uaparser"
 
@@ -48,8 +49,9 @@ type Enricher struct {
 
 	// Enrich runs on one goroutine; these spare it work per click.
 	agents  map[string]agent // parsed User-Agents, cleared when full
-	hashDay string
-	hash    hash.Hash // HMAC under hashDay's salt
+	hashDay int64            // days since 1970 (UTC)
+	hash    hash.Hash        // HMAC under hashDay's salt
+	scratch []byte           // what hash takes, reused
 	// saltRetry is when a salt that could not be had is asked for again: while Redis is
 	// away, clicks go without a visitor rather than each wait for it.
 	saltRetry time.Time
@@ -85,7 +87,26 @@ func NewEnricher(countries Countries, salts Salts) (*Enricher, error) {
 // link-preview fetcher, as ua-parser's maintained list (uap-core) knows them, a headless
 // browser, or a request without a User-Agent.
 func (e *Enricher) Enrich(v Visit) (analytics.Click, bool) {
-	if strings.TrimSpace(v.UserAgent) == "" {
+	var visitor [visitorLen]byte
+	c, ok := e.click(v, &visitor)
+	c.Visitor = strings.Clone(c.Visitor) // it was visitor's
+	return c, ok
+}
+
+// AppendClick appends the compact stream value of v's click to dst (see Enrich), allocating
+// nothing once the User-Agent is known: the recorder's way, once per click.
+func (e *Enricher) AppendClick(dst []byte, v Visit) ([]byte, bool) {
+	var visitor [visitorLen]byte
+	c, ok := e.click(v, &visitor)
+	if !ok {
+		return dst, false
+	}
+	return c.AppendCompact(dst), true
+}
+
+// click is v's click, its strings v's or constants but Visitor, which is visitor's.
+func (e *Enricher) click(v Visit, visitor *[visitorLen]byte) (analytics.Click, bool) {
+	if NoClient(v.UserAgent) {
 		return analytics.Click{}, false // no browser sends none
 	}
 	ag := e.agent(v.UserAgent)
@@ -104,11 +125,18 @@ func (e *Enricher) Enrich(v Visit) (analytics.Click, bool) {
 		Browser:    ag.browser,
 		OS:         ag.os,
 	}
-	c.Visitor = e.visitor(c.ClickedAt.Format(time.DateOnly), v.IP, v.UserAgent)
+	if e.visitor(c.ClickedAt, v.IP, v.UserAgent, visitor) {
+		c.Visitor = unsafe.String(&visitor[0], visitorLen)
+	}
 	return c, true
 }
 
-// agent parses ua once and remembers it.
+// NoClient reports a User-Agent no browser sends: none at all. Such a visit is no click,
+// and the redirect does not hand it over.
+func NoClient(userAgent string) bool { return strings.TrimSpace(userAgent) == "" }
+
+// agent parses ua once and remembers it. ua may alias a buffer reused later: a key kept is
+// copied.
 func (e *Enricher) agent(ua string) agent {
 	if a, ok := e.agents[ua]; ok {
 		return a
@@ -118,27 +146,31 @@ func (e *Enricher) agent(ua string) agent {
 	if e.agents == nil || len(e.agents) >= maxAgents {
 		e.agents = make(map[string]agent, 1024)
 	}
-	e.agents[ua] = a
+	e.agents[strings.Clone(ua)] = a
 	return a
 }
 
-// visitor is VisitorHash under day's salt, keeping the keyed hash of the day; "" when the
-// salt cannot be had (the click still counts).
-func (e *Enricher) visitor(day string, ip netip.Addr, ua string) string {
-	if e.hashDay != day {
+// visitor writes into out the VisitorHash of the visitor under the salt of at's UTC day,
+// keeping the keyed hash of the day; false when the salt cannot be had (the click still
+// counts).
+func (e *Enricher) visitor(at time.Time, ip netip.Addr, ua string, out *[visitorLen]byte) bool {
+	if day := at.Unix() / secondsPerDay; e.hash == nil || e.hashDay != day {
 		if time.Now().Before(e.saltRetry) {
-			return ""
+			return false
 		}
-		salt, err := e.salts.Salt(day)
+		salt, err := e.salts.Salt(at.Format(time.DateOnly))
 		if err != nil {
 			e.saltRetry = time.Now().Add(5 * time.Second)
-			return ""
+			return false
 		}
 		e.hashDay, e.hash = day, hmac.New(sha256.New, salt)
 	}
 	e.hash.Reset()
-	return visitorHash(e.hash, ip, ua)
+	_, e.scratch = appendVisitorHash(out[:0], e.hash, ip, ua, e.scratch)
+	return true
 }
+
+const secondsPerDay = 24 * 60 * 60
 
 func (e *Enricher) country(v Visit) string {
 	if cc := strings.ToUpper(strings.TrimSpace(v.EdgeCountry)); validCountry(cc) {
@@ -206,15 +238,17 @@ func ReferrerHost(referer string) string {
 	return host
 }
 
-// visitorHash is the keyed hash of a visitor under a day's salt: the address (an IPv6
-// address as its /64, which one household holds) and the User-Agent. Without the salt,
-// destroyed after its day, it cannot be turned back into an address, nor matched with
-// another day's.
-func visitorHash(m hash.Hash, ip netip.Addr, userAgent string) string {
-	ip = clientip.Household(ip)
-	var buf [64]byte
-	m.Write(ip.AppendTo(buf[:0]))
-	m.Write([]byte{0})
-	m.Write([]byte(userAgent))
-	return hex.EncodeToString(m.Sum(buf[:0])[:16])
+// visitorLen is the length of a visitor hash: 16 bytes, hex-encoded.
+const visitorLen = 32
+
+// appendVisitorHash appends the keyed hash of a visitor under a day's salt, hex-encoded: the
+// address (an IPv6 address as its /64, which one household holds) and the User-Agent.
+// Without the salt, destroyed after its day, it cannot be turned back into an address, nor
+// matched with another day's. scratch is room for the hashed bytes, returned for reuse.
+func appendVisitorHash(dst []byte, m hash.Hash, ip netip.Addr, userAgent string, scratch []byte) (out, room []byte) {
+	scratch = append(append(clientip.Household(ip).AppendTo(scratch[:0]), 0), userAgent...)
+	m.Write(scratch)
+	n := len(scratch)
+	scratch = m.Sum(scratch) // the sum goes after the hashed bytes, in room that is kept
+	return hex.AppendEncode(dst, scratch[n:n+16]), scratch
 }

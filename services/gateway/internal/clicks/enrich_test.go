@@ -1,6 +1,9 @@
 package clicks
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/netip"
 	"testing"
@@ -123,30 +126,43 @@ func (d daySalts) Salt(day string) ([]byte, error) { return d[day], nil }
 
 func TestVisitorHash(t *testing.T) {
 	ua := "Mozilla/5.0 Firefox/120.0"
-	e, err := NewEnricher(nil, daySalts{"day1": []byte("salt-1"), "day2": []byte("salt-2")})
+	e, err := NewEnricher(nil, daySalts{"2026-11-23": []byte("salt-1"), "2026-11-24": []byte("salt-2")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	day1, day2 := time.Date(2026, 11, 23, 23, 59, 0, 0, time.UTC), time.Date(2026, 11, 24, 0, 1, 0, 0, time.UTC)
 	// Through the enricher's kept keyed hash, switching days back and forth.
-	VisitorHash := func(salt []byte, ip netip.Addr, ua string) string {
-		return e.visitor(string(salt), ip, ua)
+	VisitorHash := func(at time.Time, ip netip.Addr, ua string) string {
+		var out [visitorLen]byte
+		if !e.visitor(at, ip, ua, &out) {
+			t.Fatalf("no visitor for %s", at)
+		}
+		return string(out[:])
 	}
-	a := VisitorHash([]byte("day1"), netip.MustParseAddr("2001:db8:1:2::1"), ua)
-	if b := VisitorHash([]byte("day1"), netip.MustParseAddr("2001:db8:1:2:ffff::9"), ua); a != b {
+	a := VisitorHash(day1, netip.MustParseAddr("2001:db8:1:2::1"), ua)
+	if b := VisitorHash(day1, netip.MustParseAddr("2001:db8:1:2:ffff::9"), ua); a != b {
 		t.Error("two addresses of one /64 are two visitors")
 	}
-	if b := VisitorHash([]byte("day1"), netip.MustParseAddr("2001:db8:1:3::1"), ua); a == b {
+	if b := VisitorHash(day1, netip.MustParseAddr("2001:db8:1:3::1"), ua); a == b {
 		t.Error("two /64s are one visitor")
 	}
-	if b := VisitorHash([]byte("day2"), netip.MustParseAddr("2001:db8:1:2::1"), ua); a == b {
+	if b := VisitorHash(day2, netip.MustParseAddr("2001:db8:1:2::1"), ua); a == b {
 		t.Error("a visitor is recognisable across days")
 	}
-	if b := VisitorHash([]byte("day1"), netip.MustParseAddr("2001:db8:1:2::1"), ua+"x"); a == b {
+	if b := VisitorHash(day1, netip.MustParseAddr("2001:db8:1:2::1"), ua+"x"); a == b {
 		t.Error("two browsers behind one address are one visitor")
 	}
-	v4 := VisitorHash([]byte("day1"), netip.MustParseAddr("192.0.2.1"), ua)
-	if VisitorHash([]byte("day1"), netip.MustParseAddr("::ffff:192.0.2.1"), ua) != v4 {
+	v4 := VisitorHash(day1, netip.MustParseAddr("192.0.2.1"), ua)
+	if VisitorHash(day1, netip.MustParseAddr("::ffff:192.0.2.1"), ua) != v4 {
 		t.Error("an IPv4-mapped address hashes apart from its IPv4 form")
+	}
+	// The hash is what it always was (gateways of two releases count one visitor once):
+	// HMAC-SHA256 under the day's salt of the address's text, a zero byte and the
+	// User-Agent, its first 16 bytes in hex.
+	m := hmac.New(sha256.New, []byte("salt-1"))
+	m.Write([]byte("192.0.2.1\x00" + ua))
+	if want := hex.EncodeToString(m.Sum(nil)[:16]); v4 != want {
+		t.Errorf("visitor hash %s, want %s", v4, want)
 	}
 }
 

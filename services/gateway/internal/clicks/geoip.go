@@ -3,13 +3,21 @@ package clicks
 import (
 	"fmt"
 	"net/netip"
+	"sync"
 
 	"github.com/oschwald/maxminddb-golang/v2"
 )
 
 // GeoIP reads countries from a MaxMind DB file: MaxMind's own country and city databases
 // (country.iso_code) and the ip-location-db country databases (country_code) alike.
-type GeoIP struct{ r *maxminddb.Reader }
+//
+// Every network of a country database points at one of a few hundred records, so the
+// country of each record is decoded once and kept by the record's offset: a lookup is then
+// the walk of the tree alone, with nothing decoded or allocated.
+type GeoIP struct {
+	r         *maxminddb.Reader
+	countries sync.Map // record offset (uintptr) → country (string)
+}
 
 // OpenGeoIP opens the database at path.
 func OpenGeoIP(path string) (*GeoIP, error) {
@@ -33,14 +41,23 @@ func (g *GeoIP) Country(ip netip.Addr) string {
 	if !ip.IsValid() {
 		return ""
 	}
-	var rec geoRecord
-	if err := g.r.Lookup(ip.Unmap()).Decode(&rec); err != nil {
+	res := g.r.Lookup(ip.Unmap())
+	if !res.Found() {
 		return ""
 	}
-	if rec.Country.ISOCode != "" {
-		return rec.Country.ISOCode
+	if cc, ok := g.countries.Load(res.Offset()); ok {
+		return cc.(string)
 	}
-	return rec.CountryCode
+	var rec geoRecord
+	if err := res.Decode(&rec); err != nil {
+		return ""
+	}
+	cc := rec.Country.ISOCode
+	if cc == "" {
+		cc = rec.CountryCode
+	}
+	g.countries.Store(res.Offset(), cc)
+	return cc
 }
 
 // Close releases the database.

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
 	"github.com/linkmesh/linkmesh/pkg/stream"
 )
 
@@ -38,6 +39,9 @@ type Recorder struct {
 	// marks are Run's own: where the spool's visits end as each batch went to the
 	// producer, and how many entries the producer had then accepted.
 	marks []mark
+	// id and out are Run's room for a visit's event ID and its click's stream value.
+	id  [2 * idSize]byte
+	out []byte
 
 	enricher *Enricher
 	producer *stream.Producer
@@ -89,6 +93,10 @@ func NewRecorder(opts RecorderOptions) (*Recorder, error) {
 	}
 	r := &Recorder{spool: sp, held: carried, capacity: opts.QueueSize, enricher: opts.Enricher, producer: opts.Producer,
 		log: opts.Logger, drops: logging.Limiter{Every: logEvery}, buf: make([]byte, 0, maxRecord), drain: drainTimeout}
+	if err := sp.pin(); err != nil {
+		r.log.Info("click spool: its pages cannot be locked in memory (it needs CAP_IPC_LOCK or a memlock limit of its size); the kernel may reclaim or swap them",
+			"path", opts.SpoolPath, "bytes", headerSize+opts.SpoolSize, "err", err)
+	}
 	if opts.SpoolPath != "" && !inMemory(opts.SpoolPath) {
 		r.log.Warn("click spool is not on a memory-backed file system (tmpfs): the client addresses it holds may be written to disk", "path", opts.SpoolPath)
 	}
@@ -102,8 +110,13 @@ func NewRecorder(opts RecorderOptions) (*Recorder, error) {
 }
 
 // Record spools v. It never blocks on anything but a short copy; a full spool drops v and
-// counts it. v's strings are copied, so they may alias buffers the caller reuses.
+// counts it. v's strings are copied, so they may alias buffers the caller reuses. A visit
+// without a User-Agent is no click (see NoClient) and is counted with the robots at once.
 func (r *Recorder) Record(v Visit) {
+	if NoClient(v.UserAgent) {
+		r.robots.Add(1) // no click: not worth a place in the spool
+		return
+	}
 	if r.spoolVisit(&v) {
 		return
 	}
@@ -241,7 +254,7 @@ func (r *Recorder) step() int {
 			// the core meanwhile would see it in its latency (GOMAXPROCS may be 1).
 			runtime.Gosched()
 		}
-		v, ok := decode(rec)
+		v, ok := view(rec, &r.id)
 		if !ok {
 			r.dropped.Add(1)
 			continue
@@ -279,12 +292,13 @@ func (r *Recorder) settle() {
 	r.mu.Unlock()
 }
 
+// handle turns v, whose strings are the spool's bytes, into a click on the producer's
+// queue: the click's value is the one string it allocates.
 func (r *Recorder) handle(v Visit) {
-	c, ok := r.enricher.Enrich(v)
-	if !ok {
+	var ok bool
+	if r.out, ok = r.enricher.AppendClick(r.out[:0], v); !ok {
 		r.robots.Add(1)
 		return
 	}
-	// The visit's strings were copied out of the spool.
-	r.producer.EnqueueOwned(c.Fields())
+	r.producer.EnqueueField(analytics.CompactField, string(r.out))
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -276,6 +277,18 @@ func (s *spool) create(path string) error {
 	return nil
 }
 
+// pin locks a spool file's pages in memory, so that the kernel neither writes the client
+// addresses they hold to swap nor reclaims them while the ring goes round: a page reclaimed
+// between two laps costs a fault at the next write and at the zeroing after it, which is
+// most of what a click costs the redirect's core on a host that reclaims idle pages. A
+// spool in process memory is not pinned (a crash loses it anyway).
+func (s *spool) pin() error {
+	if s.file == nil {
+		return nil
+	}
+	return syscall.Mlock(s.mem)
+}
+
 // touch writes to every page of mem, so that the spool takes its memory at start rather than
 // while serving, and the process's size stays what it was at start.
 func touch(mem []byte) {
@@ -417,11 +430,27 @@ func (s *spool) encode(buf []byte, v *Visit) []byte {
 
 // decode reads a record back into a visit with its event ID; false for bytes that are no
 // record.
-func decode(rec []byte) (v Visit, ok bool) {
+func decode(rec []byte) (Visit, bool) {
+	var id [2 * idSize]byte
+	v, ok := view(rec, &id)
+	if !ok {
+		return Visit{}, false
+	}
+	for _, f := range []*string{&v.EventID, &v.LinkID, &v.OwnerID, &v.Code, &v.UserAgent, &v.Referer, &v.EdgeCountry} {
+		*f = strings.Clone(*f)
+	}
+	return v, true
+}
+
+// view is decode without a copy: the visit's strings are rec's bytes, and its event ID is
+// written into id, so it is good only while both stay as they are. The recorder enriches
+// every visit this way, allocating nothing.
+func view(rec []byte, id *[2 * idSize]byte) (v Visit, ok bool) {
 	if len(rec) < idSize+8+1 {
 		return Visit{}, false
 	}
-	v.EventID = hex.EncodeToString(rec[:idSize])
+	hex.Encode(id[:], rec[:idSize])
+	v.EventID = unsafe.String(&id[0], len(id))
 	rec = rec[idSize:]
 	v.At = time.Unix(0, int64(binary.LittleEndian.Uint64(rec))).UTC()
 	n := int(rec[8])
@@ -433,12 +462,12 @@ func decode(rec []byte) (v Visit, ok bool) {
 		v.IP, _ = netip.AddrFromSlice(rec[:n])
 	}
 	rec = rec[n:]
-	for _, f := range []*string{&v.LinkID, &v.OwnerID, &v.Code, &v.UserAgent, &v.Referer, &v.EdgeCountry} {
+	for _, f := range [...]*string{&v.LinkID, &v.OwnerID, &v.Code, &v.UserAgent, &v.Referer, &v.EdgeCountry} {
 		l, k := binary.Uvarint(rec)
 		if k <= 0 || l > uint64(len(rec)-k) {
 			return Visit{}, false
 		}
-		*f = string(rec[k : k+int(l)])
+		*f = unsafe.String(unsafe.SliceData(rec[k:]), int(l))
 		rec = rec[k+int(l):]
 	}
 	return v, len(rec) == 0

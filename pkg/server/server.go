@@ -163,8 +163,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	// Fiber answers methods it does not know with a plain-text 400 before any handler runs.
 	srv := s.app.Server()
 	srv.Handler = knownMethodsOnly(srv.Handler)
+	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSweep()
 	errc := make(chan error, 1)
-	go func() { errc <- s.app.Listener(ln) }()
+	go func() { errc <- s.app.Listener(sweepDeadlines(sweepCtx, ln)) }()
 	s.log.Info("listening", "addr", ln.Addr().String())
 	select {
 	case err := <-errc:

@@ -223,9 +223,17 @@ func orUnknown(s string) string {
 // ReferrerHost is the referring host of a Referer header, lower-case and without port,
 // path or query (which may carry private tokens); analytics.Direct when there is none or
 // it is no absolute http(s) URL.
+//
+// Referers are nearly all plain "https://host/…": those are read here directly, without
+// url.Parse's allocations (a third of a click's enrichment); anything else (escapes,
+// user info, IPv6 literals, odd characters) goes through url.Parse, and both ways give
+// the same answer (TestReferrerHostFastPath).
 func ReferrerHost(referer string) string {
 	if referer == "" || len(referer) > 4096 {
 		return analytics.Direct
+	}
+	if host, ok := plainReferrerHost(referer); ok {
+		return host
 	}
 	u, err := url.Parse(referer)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
@@ -236,6 +244,56 @@ func ReferrerHost(referer string) string {
 		return analytics.Direct
 	}
 	return host
+}
+
+// plainReferrerHost reads the host of a referer of the plain form http(s)://host[:port][/?#…]
+// with a host of letters, digits, dots and hyphens, no control character, space or percent
+// sign anywhere; false for any other form.
+func plainReferrerHost(referer string) (string, bool) {
+	rest, ok := strings.CutPrefix(referer, "https://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(referer, "http://"); !ok {
+			return "", false
+		}
+	}
+	end := len(rest)
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; c == '/' || c == '?' || c == '#' {
+			end = i
+			break
+		}
+	}
+	for i := end; i < len(rest); i++ {
+		if c := rest[i]; c < 0x21 || c == 0x7f || c == '%' {
+			return "", false
+		}
+	}
+	host, port, _ := strings.Cut(rest[:end], ":")
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' {
+			return "", false
+		}
+	}
+	lower := true
+	for i := 0; i < len(host); i++ {
+		switch c := host[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '.', c == '-':
+		case c >= 'A' && c <= 'Z':
+			lower = false
+		default:
+			return "", false
+		}
+	}
+	host = strings.TrimSuffix(host, ".")
+	switch {
+	case host == "":
+		return "", false
+	case len(host) > 253:
+		return analytics.Direct, true
+	case !lower:
+		return strings.ToLower(host), true
+	}
+	return host, true
 }
 
 // visitorLen is the length of a visitor hash: 16 bytes, hex-encoded.

@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"math/rand/v2"
 	"net/netip"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,5 +192,44 @@ func TestClicksWithoutSalt(t *testing.T) {
 	}
 	if salts.calls != 1 {
 		t.Fatalf("salt asked for %d times in a row, want 1", salts.calls)
+	}
+}
+
+// The plain referers ReferrerHost reads directly get the answer url.Parse gives, over
+// plain, odd and randomly damaged ones.
+func TestReferrerHostFastPath(t *testing.T) {
+	viaParse := func(referer string) string {
+		if referer == "" || len(referer) > 4096 {
+			return analytics.Direct
+		}
+		u, err := url.Parse(referer)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			return analytics.Direct
+		}
+		host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+		if len(host) > 253 {
+			return analytics.Direct
+		}
+		return host
+	}
+	seeds := []string{"https://www.google.com/search?q=x", "http://EXAMPLE.org.:80/a#frag", "https://user:pass@host.example/secret",
+		"https://[2001:db8::1]:8443/x", "http://h:99/", "http://h:x/", "https://a..b/", "http://./", "https://host", "http://host?x#y",
+		"https://t.co/%zz", "https://t.co/a b", "https://t.co/\x7f", "HTTPS://T.CO/", "https://münchen.de/", "https://h_1.example/",
+		"https://" + strings.Repeat("a", 254) + "/", "https://" + strings.Repeat("a", 253) + "./", "ftp://x/", "https://x:/", "https://-x-/"}
+	rng := rand.New(rand.NewPCG(7, 7))
+	alphabet := "aZ09.-:/?#@[]%_ \t\x00\x7f\xc3\xbc"
+	cases := append([]string(nil), seeds...)
+	for range 20000 {
+		b := []byte(seeds[rng.IntN(len(seeds))])
+		for range 1 + rng.IntN(3) {
+			i := rng.IntN(len(b) + 1)
+			b = append(b[:i], append([]byte{alphabet[rng.IntN(len(alphabet))]}, b[i:]...)...)
+		}
+		cases = append(cases, string(b))
+	}
+	for _, in := range cases {
+		if got, want := ReferrerHost(in), viaParse(in); got != want {
+			t.Fatalf("ReferrerHost(%q) = %q, url.Parse says %q", in, got, want)
+		}
 	}
 }

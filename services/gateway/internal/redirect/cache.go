@@ -82,7 +82,7 @@ func (r LinkResolver) Resolve(ctx context.Context, code string) (link.Resolved, 
 // using an expiring LRU, because that reads the system clock on every hit, and the redirect
 // path already has the request's start time for free.
 type Cache struct {
-	entries  *lru.Cache[string, Entry]
+	entries  *lru.Cache[string, *Entry]
 	resolver Resolver
 	fills    singleflight.Group
 
@@ -102,7 +102,7 @@ type fill struct{ stale bool }
 
 // NewCache returns a cache of at most size entries.
 func NewCache(size int, resolver Resolver) *Cache {
-	entries, err := lru.New[string, Entry](size)
+	entries, err := lru.New[string, *Entry](size)
 	if err != nil {
 		panic(err) // only for size < 1, which configuration refuses
 	}
@@ -111,8 +111,9 @@ func NewCache(size int, resolver Resolver) *Cache {
 
 // Lookup returns the entry for code as of now, asking the link service on a miss or when the
 // entry is older than link.CacheTTL. code may alias a request buffer; it is copied before it
-// is kept.
-func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (Entry, error) {
+// is kept. The entry is shared and must not be changed: the cache replaces an entry whole,
+// so a hit copies nothing.
+func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (*Entry, error) {
 	e, cached := c.entries.Get(code)
 	if cached {
 		age := now.Sub(e.fetched)
@@ -139,9 +140,9 @@ func (c *Cache) Lookup(ctx context.Context, code string, now time.Time) (Entry, 
 			c.staleHits.Add(1)
 			return e, nil
 		}
-		return Entry{}, err
+		return nil, err
 	}
-	return v.(Entry), nil
+	return v.(*Entry), nil
 }
 
 // unreachable tells a link service that cannot answer from one that answered.
@@ -152,15 +153,16 @@ func unreachable(err error) bool {
 // markStale lets the expired entry e of code answer while the link service is away, unless
 // it was invalidated or replaced meanwhile; the next fill is tried refreshRetry later, in
 // the background.
-func (c *Cache) markStale(code string, e Entry, now time.Time) bool {
+func (c *Cache) markStale(code string, e *Entry, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur, ok := c.entries.Peek(code)
-	if !ok || !cur.fetched.Equal(e.fetched) {
+	if !ok || cur != e {
 		return false
 	}
-	cur.stale, cur.refreshAt = true, now.Add(refreshRetry)
-	c.entries.Add(code, cur)
+	next := *cur
+	next.stale, next.refreshAt = true, now.Add(refreshRetry)
+	c.entries.Add(code, &next)
 	return true
 }
 
@@ -170,7 +172,7 @@ const refreshRetry = 5 * time.Second
 
 // refresh starts one background fill of code, whose entry e is due: the entry's refresh
 // point moves on first, so the hits that follow while the fill runs start none.
-func (c *Cache) refresh(ctx context.Context, code string, e Entry, now time.Time) {
+func (c *Cache) refresh(ctx context.Context, code string, e *Entry, now time.Time) {
 	// Codes that went quiet together come due together: the first hits after a lull would
 	// start a fill each at once. A few run at a time; the rest stay due and start on a later
 	// hit, unless the bound is near, when they start regardless. A hit that may not start one
@@ -181,10 +183,11 @@ func (c *Cache) refresh(ctx context.Context, code string, e Entry, now time.Time
 	}
 	c.mu.Lock()
 	cur, ok := c.entries.Peek(code)
-	due := ok && cur.fetched.Equal(e.fetched) && !now.Before(cur.refreshAt)
+	due := ok && cur == e && !now.Before(cur.refreshAt)
 	if due {
-		cur.refreshAt = now.Add(refreshRetry)
-		c.entries.Add(code, cur)
+		next := *cur
+		next.refreshAt = now.Add(refreshRetry)
+		c.entries.Add(code, &next)
 		c.refreshing.Add(1)
 	}
 	c.mu.Unlock()
@@ -210,7 +213,7 @@ const (
 
 // fill asks the link service about code and stores the answer unless code was invalidated
 // meanwhile.
-func (c *Cache) fill(ctx context.Context, code string, now time.Time) (Entry, error) {
+func (c *Cache) fill(ctx context.Context, code string, now time.Time) (*Entry, error) {
 	f := &fill{}
 	c.mu.Lock()
 	c.inflight[code] = f
@@ -223,13 +226,13 @@ func (c *Cache) fill(ctx context.Context, code string, now time.Time) (Entry, er
 		c.mu.Unlock()
 	}()
 	r, err := c.resolver.Resolve(ctx, code)
-	var e Entry
+	e := &Entry{}
 	switch {
 	case err == nil:
-		e = Entry{Found: true, Resolved: r}
+		e = &Entry{Found: true, Resolved: r}
 	case errs.IsKind(err, errs.KindNotFound):
 	default:
-		return Entry{}, err
+		return nil, err
 	}
 	e.fetched = now
 	e.refreshAt = now.Add(refreshFrom + rand.N(refreshTo-refreshFrom))

@@ -69,7 +69,7 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 
 // record hands the visit over. Its header strings alias the request's buffers, which the
 // server reuses once the handler returns; Record copies them before it returns.
-func (h *Handler) record(c *fiber.Ctx, e Entry, now time.Time) {
+func (h *Handler) record(c *fiber.Ctx, e *Entry, now time.Time) {
 	ip, viaProxy := h.ips.FromRequest(c)
 	v := clicks.Visit{LinkID: e.ID, OwnerID: e.OwnerID, Code: e.ShortCode, At: now, IP: ip,
 		UserAgent: utils.UnsafeString(c.Request().Header.UserAgent()),

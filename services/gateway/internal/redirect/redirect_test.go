@@ -352,7 +352,7 @@ func TestInvalidationIsPerCode(t *testing.T) {
 func TestInvalidationDuringFill(t *testing.T) {
 	res := &fakeResolver{delay: 100 * time.Millisecond, links: map[string]link.Resolved{"chg": {DestinationURL: "https://old.example", ExpiresAt: now.Add(time.Hour)}}}
 	c := NewCache(10, res)
-	done := make(chan Entry)
+	done := make(chan *Entry)
 	go func() { e, _ := c.Lookup(context.Background(), "chg", now); done <- e }()
 	time.Sleep(30 * time.Millisecond) // the fill has read the old state
 	res.mu.Lock()

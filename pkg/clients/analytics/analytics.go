@@ -94,9 +94,16 @@ func (c Click) Fields() map[string]string {
 // CompactField is the stream field AppendCompact's value goes in.
 const CompactField = fCompact
 
+// MaxPerEntry is the most clicks one stream entry may hold: the gateway packs the clicks
+// of a moment into one entry, one compact line each, which costs Redis and the analytics
+// service one entry's work for all of them. A reader takes no more lines than this from an
+// entry, whoever wrote it.
+const MaxPerEntry = 64
+
 // AppendCompact appends c's compact stream value (the CompactField of its entry) to dst,
 // without allocating beyond dst's growth: the gateway encodes every click this way. A tab
-// inside a value becomes a space, as it separates the values.
+// or a line break inside a value becomes a space, as they separate values and clicks. To
+// pack several clicks in one entry, separate their values with a line break.
 func (c Click) AppendCompact(dst []byte) []byte {
 	dst = append(dst, compactVersion...)
 	for i, v := range [...]string{c.EventID, c.LinkID, c.OwnerID, c.ShortCode, "", c.Country, c.Referrer, c.DeviceType, c.Browser, c.OS, c.Visitor} {
@@ -106,13 +113,13 @@ func (c Click) AppendCompact(dst []byte) []byte {
 			continue
 		}
 		for len(v) > 0 {
-			tab := strings.IndexByte(v, '\t')
-			if tab < 0 {
+			sep := strings.IndexAny(v, "\t\n")
+			if sep < 0 {
 				dst = append(dst, v...)
 				break
 			}
-			dst = append(append(dst, v[:tab]...), ' ')
-			v = v[tab+1:]
+			dst = append(append(dst, v[:sep]...), ' ')
+			v = v[sep+1:]
 		}
 	}
 	return dst
@@ -137,15 +144,55 @@ func (c Click) Values() map[string]any {
 // keep.
 func ClickFromValues(v map[string]string) (Click, error) {
 	if packed, ok := v[fCompact]; ok {
-		parts := strings.Split(packed, "\t")
-		if len(parts) != len(compactOrder)+1 || parts[0] != compactVersion {
-			return Click{}, errors.New("click entry: unreadable compact form")
-		}
-		v = make(map[string]string, len(compactOrder))
-		for i, name := range compactOrder {
-			v[name] = parts[i+1]
-		}
+		return fromCompact(packed)
 	}
+	return fromFields(v)
+}
+
+// ClicksFromValues reads every click of a stream entry: one per line of a compact value
+// (at most MaxPerEntry), or the one click of an entry in the wide form. A line that is no
+// click is left out, and said in the error; the other lines' clicks still count.
+func ClicksFromValues(v map[string]string) ([]Click, error) {
+	packed, ok := v[fCompact]
+	if !ok {
+		c, err := fromFields(v)
+		if err != nil {
+			return nil, err
+		}
+		return []Click{c}, nil
+	}
+	clicks := make([]Click, 0, strings.Count(packed, "\n")+1)
+	var bad []error
+	for line := range strings.SplitSeq(packed, "\n") {
+		if len(clicks)+len(bad) == MaxPerEntry {
+			bad = append(bad, fmt.Errorf("click entry: lines beyond the first %d left out", MaxPerEntry))
+			break
+		}
+		c, err := fromCompact(line)
+		if err != nil {
+			bad = append(bad, err)
+			continue
+		}
+		clicks = append(clicks, c)
+	}
+	return clicks, errors.Join(bad...)
+}
+
+// fromCompact reads one compact line.
+func fromCompact(line string) (Click, error) {
+	parts := strings.Split(line, "\t")
+	if len(parts) != len(compactOrder)+1 || parts[0] != compactVersion {
+		return Click{}, errors.New("click entry: unreadable compact form")
+	}
+	v := make(map[string]string, len(compactOrder))
+	for i, name := range compactOrder {
+		v[name] = parts[i+1]
+	}
+	return fromFields(v)
+}
+
+// fromFields reads a click from one field per value.
+func fromFields(v map[string]string) (Click, error) {
 	ms, err := strconv.ParseInt(v[fAt], 10, 64)
 	if err != nil || ms <= 0 || ms > maxClickMillis {
 		return Click{}, fmt.Errorf("click entry: bad time %q", v[fAt])

@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -43,5 +44,41 @@ func TestClickFieldsRoundTrip(t *testing.T) {
 		if _, err := ClickFromValues(bad); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// An entry packs clicks one per line; a damaged line costs only itself, and no entry yields
+// more than MaxPerEntry clicks.
+func TestClicksFromPackedValues(t *testing.T) {
+	click := func(i int) Click {
+		return Click{EventID: fmt.Sprintf("e%d", i), LinkID: "l1", ClickedAt: time.UnixMilli(1763900000123).UTC(),
+			Country: "GB", Referrer: "a\nb", DeviceType: DeviceDesktop, Browser: "Firefox", OS: "Linux"}
+	}
+	var b []byte
+	for i := range 3 {
+		if i > 0 {
+			b = append(b, '\n')
+		}
+		b = click(i).AppendCompact(b)
+		if i == 1 {
+			b = append(b, "\n1\tbroken"...)
+		}
+	}
+	got, err := ClicksFromValues(map[string]string{CompactField: string(b)})
+	if err == nil || len(got) != 3 || got[2].EventID != "e2" || got[0].Referrer != "a b" {
+		t.Fatalf("packed: %+v, %v; want 3 clicks and the broken line's error", got, err)
+	}
+	b = b[:0]
+	for i := range MaxPerEntry + 5 {
+		if i > 0 {
+			b = append(b, '\n')
+		}
+		b = click(i).AppendCompact(b)
+	}
+	if got, err := ClicksFromValues(map[string]string{CompactField: string(b)}); err == nil || len(got) != MaxPerEntry {
+		t.Fatalf("an entry of %d lines gave %d clicks, %v", MaxPerEntry+5, len(got), err)
+	}
+	if got, err := ClicksFromValues(map[string]string{"event": "e", "link": "l", "at": "5"}); err != nil || len(got) != 1 {
+		t.Fatalf("wide form: %+v, %v", got, err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -48,6 +49,8 @@ type options struct {
 	redirectOnly bool
 	// hold keeps the system up, warm, for measuring by hand, until interrupted.
 	hold bool
+	// gatewayEnv are KEY=VALUE settings added to the gateway's environment.
+	gatewayEnv []string
 }
 
 func main() {
@@ -65,6 +68,10 @@ func main() {
 	flag.Float64Var(&o.minRatio, "min-ratio", minRecorded, "least full-stack/baseline throughput ratio of any round with every visit recorded that passes; below it the exit status is 1")
 	flag.IntVar(&o.tracingRounds, "tracing-rounds", 3, "alternating rounds of the gateway with tracing at 1 % and without (0 skips them)")
 	flag.StringVar(&o.profile, "gateway-profile", "", "write the gateway's profiles over the full stack's runs, with every visit recorded and with none: CPU, mutex, block and allocations in round 1 (FILE-recorded-cpu-1, FILE-unrecorded-mutex-1, …), a runtime trace of 2 s in round 2 (FILE-recorded-trace-2), CPU in rounds 3-4")
+	flag.Func("gateway-env", "KEY=VALUE added to the gateway's environment (repeatable; to try a setting)", func(kv string) error {
+		o.gatewayEnv = append(o.gatewayEnv, kv)
+		return nil
+	})
 	flag.BoolVar(&o.hold, "hold", false, "set the system up as for the rounds, print its addresses, and wait for an interrupt (to measure by hand)")
 	flag.BoolVar(&o.redirectOnly, "redirect-only", false, "measure the redirect only (phases 1-1d), not the click pipeline's freshness, sustained rate and answer")
 	flag.Parse()
@@ -90,8 +97,13 @@ func run(ctx context.Context, o options) error {
 	pin := []string{"taskset", "-c", o.serveCPU}
 	// The gateway is measured as the Helm chart deploys it: Prometheus metrics on.
 	sopts := stack.ServicesOptions{BinDir: o.bin, Wrap: map[string][]string{"gateway": pin}, Metrics: true}
+	sopts.ServiceEnv = map[string]map[string]string{"gateway": {}}
 	if o.profile != "" {
-		sopts.ServiceEnv = map[string]map[string]string{"gateway": {"LINKMESH_DEBUG_ADDR": debugAddr}}
+		sopts.ServiceEnv["gateway"]["LINKMESH_DEBUG_ADDR"] = debugAddr
+	}
+	for _, kv := range o.gatewayEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		sopts.ServiceEnv["gateway"][k] = v
 	}
 	bench, err := stack.StartBench(ctx, "bench", sopts)
 	if err != nil {

@@ -7,25 +7,27 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
+	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
-	"sync"
+	"syscall"
 	"time"
 )
 
 // An open-loop load offers requests at a constant rate whatever the server does, as the
-// public does: a request falls due at its time and waits, if its connection is still busy
-// with a slow answer, for as long as it takes. wrk's closed loop instead sends the next
-// request only when an answer came, so a stall delays the requests behind it and they are
-// never measured (coordinated omission). Each connection here keeps its own share of the
-// schedule (wrk2's model); a request's latency runs from when it fell due if its connection
-// was still busy then, else from when it was sent, so the generator's own timer lateness is
-// not charged to the server but the queueing behind a slow answer is.
+// public does: request k falls due at start + k/rate and goes out on the first idle
+// connection; when none is idle it waits, and its latency, counted from when it fell due,
+// holds the wait. wrk's closed loop instead sends the next request only when an answer
+// came, so a stall delays the requests behind it and they are never measured (coordinated
+// omission).
 //
-// The generator runs as a process of its own (this binary with -open-loop), pinned to the
-// load core like wrk, and prints its result as JSON.
+// The generator is one thread polling its sockets with epoll, outside Go's scheduler, so
+// that its own timing is exact to microseconds: a goroutine per connection, parked on the
+// network poller and woken by timers, itself added milliseconds of tail at these rates. It
+// runs as a process of its own (this binary with -open-loop), pinned to the load core like
+// wrk, and prints its result as JSON.
 
 // openLoopSpec is what the generator process is asked to do.
 type openLoopSpec struct {
@@ -43,7 +45,8 @@ type openLoopResult struct {
 	Offered float64 `json:"offered"` // requests that fell due per second
 	Sent    int64   `json:"sent"`
 	Errors  int64   `json:"errors"`
-	// Behind counts requests that fell due while their connection was still busy.
+	// Behind counts requests sent over a millisecond after they fell due: no connection
+	// was idle (the server was behind).
 	Behind int64         `json:"behind"`
 	P50    time.Duration `json:"p50"`
 	P99    time.Duration `json:"p99"`
@@ -96,6 +99,12 @@ func openLoop(ctx context.Context, spec openLoopSpec) (openLoopResult, error) {
 	if spec.Rate <= 0 || spec.Conns <= 0 || len(spec.Paths) == 0 {
 		return openLoopResult{}, errors.New("open loop: rate, connections and paths are needed")
 	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	addr, err := netip.ParseAddrPort(spec.Addr)
+	if err != nil {
+		return openLoopResult{}, err
+	}
 	reqs := make([][]byte, len(spec.Paths))
 	for i, p := range spec.Paths {
 		r := "GET " + p + " HTTP/1.1\r\nHost: " + spec.Addr + "\r\n"
@@ -104,141 +113,189 @@ func openLoop(ctx context.Context, spec openLoopSpec) (openLoopResult, error) {
 		}
 		reqs[i] = []byte(r + "\r\n")
 	}
-	interval := time.Duration(float64(time.Second) / spec.Rate)
-	start := time.Now().Add(100 * time.Millisecond)
-	measureFrom, end := start.Add(spec.Warm), start.Add(spec.Warm+spec.Duration)
-	perConn := int(float64(spec.Duration)/float64(interval))/spec.Conns + 16
-	workers := make([]*loopConn, spec.Conns)
-	var wg sync.WaitGroup
-	for k := range workers {
-		w := &loopConn{addr: spec.Addr, reqs: reqs, rng: rand.New(rand.NewPCG(uint64(k), 42)),
-			lat: make([]time.Duration, 0, perConn)}
-		workers[k] = w
-		wg.Go(func() {
-			w.run(ctx, start.Add(time.Duration(k)*interval), interval*time.Duration(spec.Conns), measureFrom, end)
-		})
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return openLoopResult{}, err
 	}
-	wg.Wait()
+	defer syscall.Close(epfd)
+	conns := make([]*loopConn, spec.Conns)
+	byFD := map[int32]*loopConn{}
+	idle := make([]*loopConn, 0, spec.Conns)
+	for i := range conns {
+		c := &loopConn{}
+		if err := c.dial(epfd, addr); err != nil {
+			return openLoopResult{}, err
+		}
+		conns[i], byFD[int32(c.fd)] = c, c
+		idle = append(idle, c)
+	}
+	defer func() {
+		for _, c := range conns {
+			_ = syscall.Close(c.fd)
+		}
+	}()
+
+	interval := float64(time.Second) / spec.Rate
+	total := int64(float64(spec.Warm+spec.Duration) / interval)
+	warm := int64(float64(spec.Warm) / interval)
+	lat := make([]time.Duration, 0, total-warm)
+	rng := rand.New(rand.NewPCG(1, 42))
 	var res openLoopResult
-	var all []time.Duration
-	for _, w := range workers {
-		res.Sent += w.sent
-		res.Errors += w.errors
-		res.Behind += w.behind
-		all = append(all, w.lat...)
+	events := make([]syscall.EpollEvent, 64)
+	start := time.Now().Add(50 * time.Millisecond)
+	dueAt := func(k int64) time.Time { return start.Add(time.Duration(float64(k) * interval)) }
+	next := int64(0) // the next request to send
+	for busy := 0; next < total || busy > 0; {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		now := time.Now()
+		for next < total && len(idle) > 0 && !now.Before(dueAt(next)) {
+			c := idle[len(idle)-1]
+			idle = idle[:len(idle)-1]
+			c.due, c.measured = dueAt(next), next >= warm
+			if now.Sub(c.due) > time.Millisecond && c.measured {
+				res.Behind++ // no connection was idle when it fell due
+			}
+			next++
+			busy++
+			if err := c.send(reqs[rng.IntN(len(reqs))]); err != nil {
+				return res, err
+			}
+		}
+		timeout := 0 // poll while a request is due or about to be
+		if next < total && len(idle) > 0 {
+			if wait := time.Until(dueAt(next)); wait > 2*time.Millisecond {
+				timeout = int(wait/time.Millisecond) - 1
+			}
+		} else if next >= total || len(idle) == 0 {
+			timeout = 1
+		}
+		n, err := syscall.EpollWait(epfd, events, timeout)
+		if err != nil && err != syscall.EINTR {
+			return res, err
+		}
+		for _, ev := range events[:max(n, 0)] {
+			c := byFD[ev.Fd]
+			done, err := c.receive()
+			if err != nil {
+				res.Errors++
+				fmt.Fprintln(os.Stderr, "open loop:", err)
+				delete(byFD, int32(c.fd))
+				_ = syscall.Close(c.fd)
+				if err := c.dial(epfd, addr); err != nil {
+					return res, err
+				}
+				byFD[int32(c.fd)] = c
+				done = true
+			}
+			if !done {
+				continue
+			}
+			if c.measured {
+				res.Sent++
+				lat = append(lat, time.Since(c.due))
+			}
+			busy--
+			idle = append(idle, c)
+		}
 	}
 	res.Offered = float64(res.Sent) / spec.Duration.Seconds()
-	if len(all) == 0 {
+	if len(lat) == 0 {
 		return res, errors.New("open loop: no request answered")
 	}
-	slices.Sort(all)
-	at := func(q float64) time.Duration { return all[min(len(all)-1, int(float64(len(all))*q))] }
-	res.P50, res.P99, res.P999, res.Max = at(0.50), at(0.99), at(0.999), all[len(all)-1]
+	slices.Sort(lat)
+	at := func(q float64) time.Duration { return lat[min(len(lat)-1, int(float64(len(lat))*q))] }
+	res.P50, res.P99, res.P999, res.Max = at(0.50), at(0.99), at(0.999), lat[len(lat)-1]
 	return res, nil
 }
 
-// loopConn is one connection of the open loop and what it measured.
+// loopConn is one keep-alive connection of the open loop: a non-blocking socket and the
+// answer it is reading.
 type loopConn struct {
-	addr string
-	reqs [][]byte
-	rng  *rand.Rand
-	conn net.Conn
-	buf  [8192]byte
-
-	sent, errors, behind int64
-	lat                  []time.Duration
+	fd       int
+	due      time.Time // when its request in flight fell due
+	measured bool      // that request is past the warm-up
+	buf      [8192]byte
+	n, want  int
 }
 
-// run sends a request due every step from first on, until end; requests due from
-// measureFrom on are measured.
-func (w *loopConn) run(ctx context.Context, first time.Time, step time.Duration, measureFrom, end time.Time) {
-	defer func() {
-		if w.conn != nil {
-			_ = w.conn.Close()
-		}
-	}()
-	due, done := first, time.Time{}
-	for ; due.Before(end) && ctx.Err() == nil; due = due.Add(step) {
-		// The connection was still busy with the last answer when this request fell due.
-		behind := done.After(due)
-		if now := time.Now(); now.Before(due) {
-			time.Sleep(due.Sub(now))
-		}
-		sent := time.Now()
-		err := w.roundTrip(w.reqs[w.rng.IntN(len(w.reqs))])
-		done = time.Now()
-		if due.Before(measureFrom) {
-			continue
-		}
-		w.sent++
-		if err != nil {
-			w.errors++
-			continue
-		}
-		from := sent
-		if behind {
-			from, w.behind = due, w.behind+1
-		}
-		w.lat = append(w.lat, done.Sub(from))
-	}
-}
-
-// roundTrip sends req and reads one answer, which must be a 302; a broken connection is
-// dialled again on the next request.
-func (w *loopConn) roundTrip(req []byte) error {
-	if w.conn == nil {
-		c, err := net.Dial("tcp", w.addr)
-		if err != nil {
-			return err
-		}
-		w.conn = c
-	}
-	err := w.exchange(req)
+func (c *loopConn) dial(epfd int, addr netip.AddrPort) error {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		_ = w.conn.Close()
-		w.conn = nil
+		return err
+	}
+	if err := syscall.Connect(fd, &syscall.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().As4()}); err != nil {
+		_ = syscall.Close(fd)
+		return err
+	}
+	_ = syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1)
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		_ = syscall.Close(fd)
+		return err
+	}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, fd, &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(fd)}); err != nil {
+		_ = syscall.Close(fd)
+		return err
+	}
+	c.fd = fd
+	return nil
+}
+
+// send writes a request whole: it is far smaller than a socket's buffer.
+func (c *loopConn) send(req []byte) error {
+	c.n, c.want = 0, -1
+	n, err := syscall.Write(c.fd, req)
+	if err == nil && n != len(req) {
+		err = fmt.Errorf("wrote %d of %d bytes", n, len(req))
 	}
 	return err
+}
+
+// receive reads what has arrived and reports whether the answer is complete; it must be a
+// 302 and nothing beyond it.
+func (c *loopConn) receive() (bool, error) {
+	for {
+		if c.n == len(c.buf) {
+			return false, errors.New("answer larger than the buffer")
+		}
+		m, err := syscall.Read(c.fd, c.buf[c.n:])
+		if err == syscall.EAGAIN {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if m == 0 {
+			return false, errors.New("connection closed by the server")
+		}
+		c.n += m
+		if c.want < 0 {
+			if h := bytes.Index(c.buf[:c.n], headerEnd); h >= 0 {
+				l, err := bodyLength(c.buf[:h])
+				if err != nil {
+					return false, err
+				}
+				c.want = h + len(headerEnd) + l
+			}
+		}
+		if c.want >= 0 && c.n >= c.want {
+			if c.n != c.want {
+				return false, fmt.Errorf("%d bytes after the answer", c.n-c.want)
+			}
+			if !bytes.HasPrefix(c.buf[:c.n], []byte("HTTP/1.1 302 ")) {
+				line, _, _ := bytes.Cut(c.buf[:c.n], []byte("\r\n"))
+				return false, fmt.Errorf("answer %q, not a 302", line)
+			}
+			return true, nil
+		}
+	}
 }
 
 var (
 	headerEnd     = []byte("\r\n\r\n")
 	contentLength = []byte("Content-Length")
 )
-
-func (w *loopConn) exchange(req []byte) error {
-	if _, err := w.conn.Write(req); err != nil {
-		return err
-	}
-	n, want := 0, -1
-	for want < 0 || n < want {
-		if n == len(w.buf) {
-			return errors.New("answer larger than the buffer")
-		}
-		m, err := w.conn.Read(w.buf[n:])
-		if err != nil {
-			return err
-		}
-		n += m
-		if want < 0 {
-			if h := bytes.Index(w.buf[:n], headerEnd); h >= 0 {
-				l, err := bodyLength(w.buf[:h])
-				if err != nil {
-					return err
-				}
-				want = h + len(headerEnd) + l
-			}
-		}
-	}
-	if n != want {
-		return fmt.Errorf("%d bytes after the answer", n-want)
-	}
-	if !bytes.HasPrefix(w.buf[:n], []byte("HTTP/1.1 302 ")) {
-		line, _, _ := bytes.Cut(w.buf[:n], []byte("\r\n"))
-		return fmt.Errorf("answer %q, not a 302", line)
-	}
-	return nil
-}
 
 // bodyLength reads Content-Length from an answer's head, without allocating: the
 // generator must not make garbage of its own to collect while it measures.

@@ -31,7 +31,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		Group:     pipeline.Group,
 		Handler:   consumer.Handle,
 		Logger:    env.Logger,
-		BatchSize: pipeline.BatchSize,
+		BatchSize: pipeline.EntriesPerRead,
 		// A dead replica's clicks are taken over after SealAge, when its batches may be
 		// applied by another; a batch is stored and counted in far less.
 		ClaimMinIdle:  pipeline.SealAge,

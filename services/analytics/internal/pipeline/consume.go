@@ -29,8 +29,14 @@ const (
 	// load takes what arrived meanwhile as one batch, which bounds the batches each hot rollup
 	// takes (see the store's guard window).
 	FlushInterval = 250 * time.Millisecond
-	// BatchSize is the most clicks a batch holds.
+	// BatchSize is the most clicks a batch holds: EntriesPerRead entries of up to
+	// analytics.MaxPerEntry clicks each.
 	BatchSize = 5000
+	// EntriesPerRead is how many stream entries one batch reads. Gateways pack their clicks
+	// (analytics.MaxPerEntry at most to an entry), so a batch of entries holds up to
+	// BatchSize clicks; entries of one click each (as earlier gateways wrote) make smaller
+	// batches.
+	EntriesPerRead = BatchSize / analytics.MaxPerEntry
 	// SealAge is the age after which any consumer may apply a batch another one began: its
 	// Insert, bounded by batchTimeout (which the driver passes on to the server as
 	// maxTimeMS), is over by then. It equals the worker's ClaimMinIdle, so a dead consumer's
@@ -73,7 +79,7 @@ type Consumer struct {
 	last   time.Time
 	// unpaced counts the single-entry calls still to come unpaced after a failed one: the
 	// stream worker retries a failed batch's entries one at a time, and pacing each would
-	// hold a backlog of BatchSize entries for minutes. Most find their clicks stored and
+	// hold a backlog of EntriesPerRead entries for minutes. Most find their clicks stored and
 	// counted already; the rest are at most one failed batch's worth of new batches.
 	unpaced int
 }
@@ -115,7 +121,7 @@ func (c *Consumer) Handle(ctx context.Context, msgs []stream.Message) (err error
 	defer func() {
 		if err != nil {
 			c.mu.Lock()
-			c.unpaced = BatchSize
+			c.unpaced = EntriesPerRead
 			c.mu.Unlock()
 		}
 	}()
@@ -125,13 +131,14 @@ func (c *Consumer) Handle(ctx context.Context, msgs []stream.Message) (err error
 	clicks := make([]analytics.Click, 0, len(msgs))
 	links := map[string]bool{}
 	for _, m := range msgs {
-		cl, err := analytics.ClickFromValues(m.Values)
+		cls, err := analytics.ClicksFromValues(m.Values)
 		if err != nil {
-			c.Logger.WarnContext(ctx, "skipping an entry that is no click", "id", m.ID, "err", err)
-			continue
+			c.Logger.WarnContext(ctx, "skipping what is no click in an entry", "id", m.ID, "clicks", len(cls), "err", err)
 		}
-		clicks = append(clicks, cl)
-		links[cl.LinkID] = true
+		for _, cl := range cls {
+			clicks = append(clicks, cl)
+			links[cl.LinkID] = true
+		}
 	}
 	if len(clicks) == 0 {
 		return nil

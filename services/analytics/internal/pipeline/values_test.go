@@ -111,3 +111,45 @@ func TestMadeUpValuesAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// An entry packing several clicks counts each of them once, delivered once or again; a
+// damaged line in it costs that line alone.
+func TestPackedEntriesCountEveryClick(t *testing.T) {
+	rdb := testenv.Redis(t)
+	st, err := store.New(context.Background(), testenv.Mongo(t), 90*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	link := testenv.Name("packed")
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	c := &Consumer{Store: st, Redis: rdb, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now}
+	var msgs []stream.Message
+	n := 0
+	for e := range 3 {
+		var b []byte
+		for i := range analytics.MaxPerEntry {
+			if i > 0 {
+				b = append(b, '\n')
+			}
+			b = analytics.Click{EventID: fmt.Sprintf("%s-%d", link, n), LinkID: link, ClickedAt: at, Browser: "Firefox"}.AppendCompact(b)
+			n++
+		}
+		if e == 1 {
+			b = append(b, "\n1\tdamaged"...)
+		}
+		msgs = append(msgs, stream.Message{ID: fmt.Sprint(e), Values: map[string]string{analytics.CompactField: string(b)}})
+	}
+	for _, batch := range [][]stream.Message{msgs, msgs[1:2]} { // the second entry again
+		if err := c.Handle(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := st.LinkAnalytics(ctx, link, "abc", at, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TotalClicks != int64(n) {
+		t.Fatalf("total clicks %d, want %d", got.TotalClicks, n)
+	}
+}

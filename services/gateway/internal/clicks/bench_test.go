@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
 	"github.com/linkmesh/linkmesh/pkg/stream"
 	"github.com/linkmesh/linkmesh/pkg/testenv"
 )
@@ -163,15 +162,8 @@ func BenchmarkRecorder(b *testing.B) {
 	if r.Dropped() != 0 || r.Published() != int64(b.N) {
 		b.Fatalf("published %d of %d, dropped %d", r.Published(), b.N, r.Dropped())
 	}
-	if n := rdb.XLen(context.Background(), name).Val(); n != int64(b.N) {
-		b.Fatalf("%d entries on the stream, want %d", n, b.N)
-	}
-	x := rdb.XRevRangeN(context.Background(), name, "+", "-", 1).Val()
-	if len(x) != 1 {
-		b.Fatal("no entry")
-	}
-	if _, err := analytics.ClickFromValues(map[string]string{analytics.CompactField: x[0].Values[analytics.CompactField].(string)}); err != nil {
-		b.Fatal(err)
+	if n := len(streamClicks(b, rdb, name)); n != b.N {
+		b.Fatalf("%d clicks on the stream, want %d", n, b.N)
 	}
 }
 

@@ -6,8 +6,11 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/analytics"
 	"github.com/linkmesh/linkmesh/pkg/stream"
@@ -94,22 +97,47 @@ func TestRecorderQueuesEnrichesAndFlushes(t *testing.T) {
 	cancel()
 	<-done
 	xs, err := rdb.XRange(context.Background(), streamName, "-", "+").Result()
-	if err != nil || len(xs) != 8 || r.Robots() != 2 {
-		t.Fatalf("stream holds %d entries (%v), robots %d; want 8 and 2", len(xs), err, r.Robots())
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, x := range xs {
+		for _, v := range x.Values {
+			if strings.Contains(v.(string), "192.0.2.1") {
+				t.Fatalf("the client address reached the stream: %v", x.Values)
+			}
+		}
+	}
+	clicks := streamClicks(t, rdb, streamName)
+	if len(clicks) != 8 || r.Robots() != 2 || len(xs) != 1 {
+		t.Fatalf("stream holds %d clicks in %d entries, robots %d; want 8 in one entry, and 2", len(clicks), len(xs), r.Robots())
+	}
+	for _, c := range clicks {
+		if c.LinkID != "l1" || c.Browser != "Firefox" || c.Visitor == "" {
+			t.Fatalf("click %+v", c)
+		}
+	}
+}
+
+// streamClicks reads every click on the stream name.
+func streamClicks(t testing.TB, rdb redis.UniversalClient, name string) []analytics.Click {
+	t.Helper()
+	xs, err := rdb.XRange(context.Background(), name, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clicks []analytics.Click
 	for _, x := range xs {
 		vals := map[string]string{}
 		for k, v := range x.Values {
 			vals[k] = v.(string)
-			if v.(string) == "192.0.2.1" {
-				t.Fatalf("the client address reached the stream: %v", x.Values)
-			}
 		}
-		c, err := analytics.ClickFromValues(vals)
-		if err != nil || c.LinkID != "l1" || c.Browser != "Firefox" || c.Visitor == "" {
-			t.Fatalf("entry %v → %+v, %v", x.Values, c, err)
+		cs, err := analytics.ClicksFromValues(vals)
+		if err != nil {
+			t.Fatalf("entry %v: %v", x.Values, err)
 		}
+		clicks = append(clicks, cs...)
 	}
+	return clicks
 }
 
 // The database `make run` fetches (ip-location-db's, in its own layout) answers real

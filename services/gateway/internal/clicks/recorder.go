@@ -5,7 +5,6 @@ import (
 
 	"context"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,15 +38,18 @@ type Recorder struct {
 	// marks are Run's own: where the spool's visits end as each batch went to the
 	// producer, and how many entries the producer had then accepted.
 	marks []mark
-	// id and out are Run's room for a visit's event ID and its click's stream value.
-	id  [2 * idSize]byte
-	out []byte
+	// id is Run's room for a visit's event ID; pack holds the values of packed clicks, one
+	// line each, of the stream entry in the making.
+	id     [2 * idSize]byte
+	pack   []byte
+	packed int
 
 	enricher *Enricher
 	producer *stream.Producer
 	log      *slog.Logger
 
 	dropped, robots atomic.Int64
+	published       atomic.Int64 // clicks on the stream
 	drops           logging.Limiter
 }
 
@@ -57,16 +59,22 @@ type mark struct {
 	end      uint64
 	accepted int64
 	visits   int
+	clicks   int // of the visits, those that were clicks
 }
 
 // logEvery is the least time between two log lines about dropped visits.
 const logEvery = 10 * time.Second
 
-// handOff is how often Run takes the queued visits.
-const handOff = 10 * time.Millisecond
-
-// yieldEvery is how many visits Run enriches before it lets waiting redirects run.
-const yieldEvery = 32
+// handOff is how often Run takes the queued visits, and stepMax the most it takes at a
+// time: a step is then a fraction of a millisecond of work, after which Run waits for the
+// next tick. It must not run longer: while any goroutine is runnable Go's scheduler does not
+// poll the network, so with GOMAXPROCS=1 a long step holds back every redirect that
+// arrived meanwhile (runtime.Gosched does not help: it only lets runnable goroutines in).
+// At most stepMax visits a tick is 256,000 a second, beyond what one core can answer.
+const (
+	handOff = time.Millisecond
+	stepMax = 256
+)
 
 // drainTimeout bounds how long a stopping Run hands visits to the producer.
 const drainTimeout = 5 * time.Second
@@ -156,7 +164,7 @@ func (r *Recorder) Accepted() int64 {
 func (r *Recorder) Dropped() int64 { return r.dropped.Load() }
 
 // Published counts the clicks written to the stream.
-func (r *Recorder) Published() int64 { return r.producer.Sent() }
+func (r *Recorder) Published() int64 { return r.published.Load() }
 
 // Queue reports the visits waiting in the gateway's spool, not yet on the stream, and how
 // many it may hold.
@@ -225,15 +233,15 @@ func (r *Recorder) stop() {
 }
 
 // step lets go of the visits the stream has, then hands the producer as many spooled
-// visits as it has room for, and returns how many are left untaken.
+// visits as it has room for (at most stepMax), and returns how many are left untaken.
 func (r *Recorder) step() int {
 	r.settle()
 	room := r.producer.Capacity() - r.producer.Pending()
 	r.mu.Lock()
 	head, appended := r.spool.head, r.spool.appended
 	r.mu.Unlock()
-	taken := 0
-	for int64(taken) < room {
+	taken, clicks := 0, 0
+	for int64(taken) < min(room*analytics.MaxPerEntry, stepMax) {
 		rec, ok, bad := r.spool.next(head)
 		if bad {
 			// keep checked the file at start, so only memory gone bad could get here;
@@ -249,20 +257,18 @@ func (r *Recorder) step() int {
 			break
 		}
 		taken++
-		if taken%yieldEvery == 0 {
-			// Enriching a 10 ms batch takes a few ms of one core; a redirect waiting for
-			// the core meanwhile would see it in its latency (GOMAXPROCS may be 1).
-			runtime.Gosched()
-		}
 		v, ok := view(rec, &r.id)
 		if !ok {
 			r.dropped.Add(1)
 			continue
 		}
-		r.handle(v)
+		if r.handle(v) {
+			clicks++
+		}
 	}
+	r.flushPack()
 	if taken > 0 {
-		r.marks = append(r.marks, mark{end: r.spool.read, accepted: r.producer.Accepted(), visits: taken})
+		r.marks = append(r.marks, mark{end: r.spool.read, accepted: r.producer.Accepted(), visits: taken, clicks: clicks})
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -273,13 +279,14 @@ func (r *Recorder) step() int {
 // click): their bytes are zeroed and their room freed.
 func (r *Recorder) settle() {
 	settled := r.producer.Settled()
-	end, visits, i := r.spool.tail, 0, 0
+	end, visits, clicks, i := r.spool.tail, 0, 0, 0
 	for ; i < len(r.marks) && r.marks[i].accepted <= settled; i++ {
-		end, visits = r.marks[i].end, visits+r.marks[i].visits
+		end, visits, clicks = r.marks[i].end, visits+r.marks[i].visits, clicks+r.marks[i].clicks
 	}
 	if i == 0 {
 		return
 	}
+	r.published.Add(int64(clicks))
 	r.marks = append(r.marks[:0], r.marks[i:]...)
 	// The file's tail moves first: a crash after it leaves no settled visit to send again,
 	// and a crash before it only settled visits that the event IDs keep from counting twice.
@@ -292,13 +299,31 @@ func (r *Recorder) settle() {
 	r.mu.Unlock()
 }
 
-// handle turns v, whose strings are the spool's bytes, into a click on the producer's
-// queue: the click's value is the one string it allocates.
-func (r *Recorder) handle(v Visit) {
+// handle turns v, whose strings are the spool's bytes, into a click in the pack (the
+// stream entry in the making), and reports whether it was one.
+func (r *Recorder) handle(v Visit) bool {
+	n := len(r.pack)
+	if r.packed > 0 {
+		r.pack = append(r.pack, '\n')
+	}
 	var ok bool
-	if r.out, ok = r.enricher.AppendClick(r.out[:0], v); !ok {
+	if r.pack, ok = r.enricher.AppendClick(r.pack, v); !ok {
+		r.pack = r.pack[:n]
 		r.robots.Add(1)
+		return false
+	}
+	if r.packed++; r.packed == analytics.MaxPerEntry {
+		r.flushPack()
+	}
+	return true
+}
+
+// flushPack hands the pack to the producer as one stream entry: its value is the one string
+// the clicks in it allocate.
+func (r *Recorder) flushPack() {
+	if r.packed == 0 {
 		return
 	}
-	r.producer.EnqueueField(analytics.CompactField, string(r.out))
+	r.producer.EnqueueField(analytics.CompactField, string(r.pack))
+	r.pack, r.packed = r.pack[:0], 0
 }

@@ -70,13 +70,15 @@ func (h *Handler) Serve(c *fiber.Ctx) error {
 // record hands the visit over. Its header strings alias the request's buffers, which the
 // server reuses once the handler returns; Record copies them before it returns.
 func (h *Handler) record(c *fiber.Ctx, e *Entry, now time.Time) {
-	ip, viaProxy := h.ips.FromRequest(c)
-	v := clicks.Visit{LinkID: e.ID, OwnerID: e.OwnerID, Code: e.ShortCode, At: now, IP: ip,
-		UserAgent: utils.UnsafeString(c.Request().Header.UserAgent()),
-		Referer:   utils.UnsafeString(c.Request().Header.Referer()),
-	}
-	if viaProxy {
-		v.EdgeCountry = utils.UnsafeString(c.Request().Header.Peek("CF-IPCountry"))
+	v := clicks.Visit{LinkID: e.ID, OwnerID: e.OwnerID, Code: e.ShortCode, At: now,
+		UserAgent: utils.UnsafeString(c.Request().Header.UserAgent())}
+	if !clicks.NoClient(v.UserAgent) { // else no click: the recorder counts it and no more
+		var viaProxy bool
+		v.IP, viaProxy = h.ips.FromRequest(c)
+		v.Referer = utils.UnsafeString(c.Request().Header.Referer())
+		if viaProxy {
+			v.EdgeCountry = utils.UnsafeString(c.Request().Header.Peek("CF-IPCountry"))
+		}
 	}
 	h.clicks.Record(v)
 }

@@ -89,15 +89,6 @@ type wrkResult struct {
 	requests int64
 }
 
-// p99Duration is the p99 as a duration (wrk prints "850.00us", "1.23ms", "2.10s").
-func (r wrkResult) p99Duration() time.Duration {
-	d, err := time.ParseDuration(strings.Replace(r.p99, "us", "µs", 1))
-	if err != nil {
-		return time.Hour // unreadable: never passes
-	}
-	return d
-}
-
 var (
 	rpsLine = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
 	pctLine = regexp.MustCompile(`^\s+(50|99)%\s+(\S+)`)

@@ -57,7 +57,8 @@ func Setup(ctx context.Context, service string) (trace.TracerProvider, func(cont
 		return nil, nil, fmt.Errorf("merge resource: %w", err)
 	}
 	// Span strings hold client input; one invalid UTF-8 string would otherwise lose the whole batch.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(validUTF8Exporter{exp}), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(validUTF8Exporter{exp}), sdktrace.WithResource(res),
+		sdktrace.WithIDGenerator(randomIDs{}))
 	otel.SetTracerProvider(tp)
 	return tp, tp.Shutdown, nil
 }

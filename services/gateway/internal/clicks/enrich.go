@@ -235,6 +235,11 @@ func ReferrerHost(referer string) string {
 	if host, ok := plainReferrerHost(referer); ok {
 		return host
 	}
+	return parsedReferrerHost(referer)
+}
+
+// parsedReferrerHost is ReferrerHost through url.Parse, for any referer.
+func parsedReferrerHost(referer string) string {
 	u, err := url.Parse(referer)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return analytics.Direct

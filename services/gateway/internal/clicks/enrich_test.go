@@ -7,7 +7,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/netip"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -202,15 +201,7 @@ func TestReferrerHostFastPath(t *testing.T) {
 		if referer == "" || len(referer) > 4096 {
 			return analytics.Direct
 		}
-		u, err := url.Parse(referer)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-			return analytics.Direct
-		}
-		host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-		if len(host) > 253 {
-			return analytics.Direct
-		}
-		return host
+		return parsedReferrerHost(referer)
 	}
 	seeds := []string{"https://www.google.com/search?q=x", "http://EXAMPLE.org.:80/a#frag", "https://user:pass@host.example/secret",
 		"https://[2001:db8::1]:8443/x", "http://h:99/", "http://h:x/", "https://a..b/", "http://./", "https://host", "http://host?x#y",

@@ -39,10 +39,13 @@ type Recorder struct {
 	// producer, and how many entries the producer had then accepted.
 	marks []mark
 	// id is Run's room for a visit's event ID; pack holds the values of packed clicks, one
-	// line each, of the stream entry in the making.
-	id     [2 * idSize]byte
-	pack   []byte
-	packed int
+	// line each, of the stream entry in the making, begun at packSince; sinceVisits and
+	// sinceClicks count what was taken since the last mark.
+	id                       [2 * idSize]byte
+	pack                     []byte
+	packed                   int
+	packSince                time.Time
+	sinceVisits, sinceClicks int
 
 	enricher *Enricher
 	producer *stream.Producer
@@ -75,6 +78,11 @@ const (
 	handOff = time.Millisecond
 	stepMax = 256
 )
+
+// packWait is the longest a pack stays open for more clicks before it goes to the
+// producer. Under load a pack fills (analytics.MaxPerEntry) well before, so the analytics
+// service reads full entries; a click at light load waits this long more.
+const packWait = 5 * time.Millisecond
 
 // drainTimeout bounds how long a stopping Run hands visits to the producer.
 const drainTimeout = 5 * time.Second
@@ -205,6 +213,7 @@ func (r *Recorder) Run(ctx context.Context) {
 			for r.step() > 0 && time.Now().Before(deadline) {
 				time.Sleep(handOff)
 			}
+			r.flushPack()
 			stopProducer()
 			<-done
 			r.settle()
@@ -240,7 +249,7 @@ func (r *Recorder) step() int {
 	r.mu.Lock()
 	head, appended := r.spool.head, r.spool.appended
 	r.mu.Unlock()
-	taken, clicks := 0, 0
+	taken := 0
 	for int64(taken) < min(room*analytics.MaxPerEntry, stepMax) {
 		rec, ok, bad := r.spool.next(head)
 		if bad {
@@ -251,24 +260,26 @@ func (r *Recorder) step() int {
 			r.log.Error("click spool: unreadable bytes; the visits after them are dropped", "visits", left)
 			r.spool.read, r.spool.taken = head, appended
 			taken += left
+			r.sinceVisits += left
 			break
 		}
 		if !ok {
 			break
 		}
 		taken++
+		r.sinceVisits++
 		v, ok := view(rec, &r.id)
 		if !ok {
 			r.dropped.Add(1)
 			continue
 		}
-		if r.handle(v) {
-			clicks++
-		}
+		r.handle(v)
 	}
-	r.flushPack()
-	if taken > 0 {
-		r.marks = append(r.marks, mark{end: r.spool.read, accepted: r.producer.Accepted(), visits: taken, clicks: clicks})
+	switch {
+	case r.packed == 0:
+		r.markTaken()
+	case time.Since(r.packSince) >= packWait:
+		r.flushPack()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -300,8 +311,8 @@ func (r *Recorder) settle() {
 }
 
 // handle turns v, whose strings are the spool's bytes, into a click in the pack (the
-// stream entry in the making), and reports whether it was one.
-func (r *Recorder) handle(v Visit) bool {
+// stream entry in the making), unless it is no click.
+func (r *Recorder) handle(v Visit) {
 	n := len(r.pack)
 	if r.packed > 0 {
 		r.pack = append(r.pack, '\n')
@@ -310,20 +321,33 @@ func (r *Recorder) handle(v Visit) bool {
 	if r.pack, ok = r.enricher.AppendClick(r.pack, v); !ok {
 		r.pack = r.pack[:n]
 		r.robots.Add(1)
-		return false
+		return
 	}
+	if r.packed == 0 {
+		r.packSince = time.Now()
+	}
+	r.sinceClicks++
 	if r.packed++; r.packed == analytics.MaxPerEntry {
 		r.flushPack()
 	}
-	return true
 }
 
-// flushPack hands the pack to the producer as one stream entry: its value is the one string
-// the clicks in it allocate.
+// flushPack hands the pack to the producer as one stream entry (its value is the one
+// string the clicks in it allocate), then marks the visits taken so far.
 func (r *Recorder) flushPack() {
-	if r.packed == 0 {
+	if r.packed > 0 {
+		r.producer.EnqueueField(analytics.CompactField, string(r.pack))
+		r.pack, r.packed = r.pack[:0], 0
+	}
+	r.markTaken()
+}
+
+// markTaken marks the visits taken since the last mark, none of them in an open pack, to be
+// let go once the producer has written what it has accepted by now.
+func (r *Recorder) markTaken() {
+	if r.sinceVisits == 0 {
 		return
 	}
-	r.producer.EnqueueField(analytics.CompactField, string(r.pack))
-	r.pack, r.packed = r.pack[:0], 0
+	r.marks = append(r.marks, mark{end: r.spool.read, accepted: r.producer.Accepted(), visits: r.sinceVisits, clicks: r.sinceClicks})
+	r.sinceVisits, r.sinceClicks = 0, 0
 }

@@ -307,7 +307,13 @@ func TestRecorderAfterACrashResendsUnderTheSameIDs(t *testing.T) {
 	for i := range 5 {
 		a.Record(Visit{LinkID: fmt.Sprint("sent-", i), At: time.Now(), IP: netip.MustParseAddr("192.0.2.1"), UserAgent: browser})
 	}
-	a.step() // handed to the producer, which writes them; the crash comes before they are let go
+	a.step()
+	// The pack is open: its visits are marked for nothing yet, and the spool keeps them.
+	if d, _ := a.Queue(); d != 5 || len(a.marks) != 0 || a.producer.Accepted() != 0 {
+		t.Fatalf("with the pack open: spool holds %d, %d marks, producer took %d; want 5, 0, 0", d, len(a.marks), a.producer.Accepted())
+	}
+	time.Sleep(packWait)
+	a.step() // the pack handed to the producer, which writes it; the crash comes before the visits are let go
 	ctx, cancel := context.WithCancel(context.Background())
 	go a.producer.Run(ctx)
 	deadline := time.Now().Add(10 * time.Second)

@@ -213,7 +213,9 @@ func (r *Recorder) Run(ctx context.Context) {
 			for r.step() > 0 && time.Now().Before(deadline) {
 				time.Sleep(handOff)
 			}
-			r.flushPack()
+			for !r.flushPack() && time.Now().Before(deadline) {
+				time.Sleep(handOff)
+			}
 			stopProducer()
 			<-done
 			r.settle()
@@ -250,7 +252,7 @@ func (r *Recorder) step() int {
 	head, appended := r.spool.head, r.spool.appended
 	r.mu.Unlock()
 	taken := 0
-	for int64(taken) < min(room*analytics.MaxPerEntry, stepMax) {
+	for int64(taken) < min(room*analytics.MaxPerEntry, stepMax) && r.packed < analytics.MaxPerEntry {
 		rec, ok, bad := r.spool.next(head)
 		if bad {
 			// keep checked the file at start, so only memory gone bad could get here;
@@ -278,7 +280,7 @@ func (r *Recorder) step() int {
 	switch {
 	case r.packed == 0:
 		r.markTaken()
-	case time.Since(r.packSince) >= packWait:
+	case r.packed == analytics.MaxPerEntry || time.Since(r.packSince) >= packWait:
 		r.flushPack()
 	}
 	r.mu.Lock()
@@ -333,13 +335,18 @@ func (r *Recorder) handle(v Visit) {
 }
 
 // flushPack hands the pack to the producer as one stream entry (its value is the one
-// string the clicks in it allocate), then marks the visits taken so far.
-func (r *Recorder) flushPack() {
+// string the clicks in it allocate), then marks the visits taken so far. With the
+// producer's queue full (or the producer stopped) the pack stays, and so do its visits in
+// the spool: it reports false, and a later call hands it over.
+func (r *Recorder) flushPack() bool {
 	if r.packed > 0 {
-		r.producer.EnqueueField(analytics.CompactField, string(r.pack))
+		if r.producer.Pending() >= r.producer.Capacity() || !r.producer.EnqueueField(analytics.CompactField, string(r.pack)) {
+			return false
+		}
 		r.pack, r.packed = r.pack[:0], 0
 	}
 	r.markTaken()
+	return true
 }
 
 // markTaken marks the visits taken since the last mark, none of them in an open pack, to be

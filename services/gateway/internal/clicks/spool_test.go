@@ -397,6 +397,43 @@ func TestRecorderWaitsForTheProducer(t *testing.T) {
 	}
 }
 
+// A pack due while the producer's queue is full waits, with its visits in the spool: it is
+// neither dropped nor let go.
+func TestOpenPackWaitsForTheProducer(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e, err := NewEnricher(nil, fixedSalt{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never reached: Run is not running
+	defer rdb.Close()
+	p, err := stream.NewProducer(stream.ProducerOptions{Client: rdb, Stream: "clicks", Logger: log, QueueSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRecorder(RecorderOptions{QueueSize: 1000, SpoolSize: minSpool, Enricher: e, Producer: p, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(n int) {
+		for i := range n {
+			v := testVisit(i)
+			v.UserAgent = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"
+			r.Record(v)
+		}
+	}
+	record(10)
+	r.step() // a pack of 10, open
+	record(2*analytics.MaxPerEntry - 10 + 10)
+	r.step() // two full packs fill the queue; 10 more open a third
+	time.Sleep(packWait)
+	r.step() // the third is due, and the queue full
+	if d, _ := r.Queue(); d != 2*analytics.MaxPerEntry+10 || p.Pending() != 2 || p.Dropped() != 0 || r.packed != 10 || len(r.marks) != 2 {
+		t.Fatalf("spool holds %d, producer %d entries and dropped %d, pack %d, %d marks; want %d, 2, 0, 10, 2",
+			d, p.Pending(), p.Dropped(), r.packed, len(r.marks), 2*analytics.MaxPerEntry+10)
+	}
+}
+
 // A recorder in memory that cannot write its visits before it stops counts them dropped,
 // and drops what comes after; with a file it keeps both for the next start.
 func TestRecorderStoppedWithVisitsLeft(t *testing.T) {

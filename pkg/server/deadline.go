@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -13,23 +12,25 @@ import (
 // connection for every request (idle, read, write), and each is a clock reading and an
 // update of the runtime's timer heap: about half a microsecond of a redirect that takes
 // eight (measured against the same server without timeouts). Here setting a deadline is
-// an atomic store; a sweep every sweepEvery moves a connection whose deadline has passed to
+// a store; a sweep every sweepEvery moves a connection whose deadline has passed to
 // a deadline in the past, which ends its blocked read or write at once, as an expired
 // deadline would. A timeout thus fires up to sweepEvery late, which the timeouts (seconds)
 // allow.
 const sweepEvery = 250 * time.Millisecond
 
-// sweptListener hands out sweptConns and sweeps them until ctx ends.
+// sweptListener hands out sweptConns and sweeps them until ctx ends. Deadlines are kept as
+// monotonic time since base, so a step of the wall clock neither fires nor holds them.
 type sweptListener struct {
 	net.Listener
+	base  time.Time
 	mu    sync.Mutex
 	conns map[*sweptConn]struct{}
 }
 
-// sweepDeadlines wraps ln so that its connections' deadlines cost an atomic store; the sweep
-// runs until ctx ends.
+// sweepDeadlines wraps ln so that its connections' deadlines cost a store under the
+// connection's own (uncontended) lock; the sweep runs until ctx ends.
 func sweepDeadlines(ctx context.Context, ln net.Listener) net.Listener {
-	l := &sweptListener{Listener: ln, conns: map[*sweptConn]struct{}{}}
+	l := &sweptListener{Listener: ln, base: time.Now(), conns: map[*sweptConn]struct{}{}}
 	go l.sweepUntil(ctx)
 	return l
 }
@@ -40,6 +41,7 @@ func (l *sweptListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	sc := &sweptConn{Conn: c, l: l}
+	sc.read.real, sc.write.real = c.SetReadDeadline, c.SetWriteDeadline
 	l.mu.Lock()
 	l.conns[sc] = struct{}{}
 	l.mu.Unlock()
@@ -53,34 +55,41 @@ func (l *sweptListener) sweepUntil(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			l.sweep(now)
+		case <-t.C:
+			l.sweep(time.Since(l.base))
 		}
 	}
 }
 
 // sweep expires the deadlines that have passed by now.
-func (l *sweptListener) sweep(now time.Time) {
+func (l *sweptListener) sweep(now time.Duration) {
 	l.mu.Lock()
-	due := make([]*sweptConn, 0, 8)
+	conns := make([]*sweptConn, 0, len(l.conns))
 	for c := range l.conns {
-		if c.due(now) {
-			due = append(due, c)
-		}
+		conns = append(conns, c)
 	}
 	l.mu.Unlock()
-	for _, c := range due {
+	for _, c := range conns {
 		c.expire(now)
 	}
 }
 
-// sweptConn keeps its deadlines as nanoseconds since 1970 (0: none) for the sweep.
+// sweptConn keeps its deadlines for the sweep. Its lock orders a deadline's setting against
+// its expiry, so that a deadline set anew is never cut by the sweep of the old one.
 type sweptConn struct {
 	net.Conn
-	l                *sweptListener
-	read, write      atomic.Int64
-	closeOnce        sync.Once
-	readGone, wrGone atomic.Bool // the socket's deadline has been moved into the past
+	l           *sweptListener
+	mu          sync.Mutex
+	read, write sweptDeadline
+	closeOnce   sync.Once
+}
+
+// sweptDeadline is one direction's: when it falls (since the listener's base; 0: none), and
+// whether the sweep has moved the socket's deadline into the past.
+type sweptDeadline struct {
+	at   time.Duration
+	gone bool
+	real func(time.Time) error
 }
 
 // past is a deadline that has passed for any clock.
@@ -91,52 +100,34 @@ func (c *sweptConn) SetDeadline(t time.Time) error {
 	return c.SetWriteDeadline(t)
 }
 
-func (c *sweptConn) SetReadDeadline(t time.Time) error {
-	return c.set(&c.read, &c.readGone, t, c.Conn.SetReadDeadline)
-}
-
-func (c *sweptConn) SetWriteDeadline(t time.Time) error {
-	return c.set(&c.write, &c.wrGone, t, c.Conn.SetWriteDeadline)
-}
+func (c *sweptConn) SetReadDeadline(t time.Time) error  { return c.set(&c.read, t) }
+func (c *sweptConn) SetWriteDeadline(t time.Time) error { return c.set(&c.write, t) }
 
 // set keeps t as the deadline. A socket whose deadline the sweep moved into the past gets
-// a real one again (no deadline): a connection is only reused after a timeout by a caller
-// that set a new deadline, which the sweep enforces from then on.
-func (c *sweptConn) set(at *atomic.Int64, gone *atomic.Bool, t time.Time, real func(time.Time) error) error {
-	n := int64(0)
+// no deadline again: the sweep enforces the new one.
+func (c *sweptConn) set(d *sweptDeadline, t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d.at = 0
 	if !t.IsZero() {
-		n = t.UnixNano()
+		d.at = max(t.Sub(c.l.base), 1)
 	}
-	at.Store(n)
-	if gone.Load() {
-		gone.Store(false)
-		return real(time.Time{})
+	if d.gone {
+		d.gone = false
+		return d.real(time.Time{})
 	}
 	return nil
 }
 
-func (c *sweptConn) due(now time.Time) bool {
-	n := now.UnixNano()
-	r, w := c.read.Load(), c.write.Load()
-	return (r != 0 && r <= n && !c.readGone.Load()) || (w != 0 && w <= n && !c.wrGone.Load())
-}
-
-// expire moves the passed deadlines of the socket into the past, unless they were set anew
-// meanwhile.
-func (c *sweptConn) expire(now time.Time) {
-	n := now.UnixNano()
-	for _, d := range []struct {
-		at   *atomic.Int64
-		gone *atomic.Bool
-		real func(time.Time) error
-	}{{&c.read, &c.readGone, c.Conn.SetReadDeadline}, {&c.write, &c.wrGone, c.Conn.SetWriteDeadline}} {
-		if v := d.at.Load(); v != 0 && v <= n && !d.gone.Load() {
-			d.gone.Store(true)
+// expire moves the deadlines that passed by now into the past on the socket, which ends a
+// blocked read or write as an expired deadline would.
+func (c *sweptConn) expire(now time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range []*sweptDeadline{&c.read, &c.write} {
+		if d.at != 0 && d.at <= now && !d.gone {
+			d.gone = true
 			_ = d.real(past)
-			if d.at.Load() != v { // set anew while it expired: the new deadline stands
-				d.gone.Store(false)
-				_ = d.real(time.Time{})
-			}
 		}
 	}
 }

@@ -135,18 +135,19 @@ func (e *Enricher) click(v Visit, visitor *[visitorLen]byte) (analytics.Click, b
 // and the redirect does not hand it over.
 func NoClient(userAgent string) bool { return strings.TrimSpace(userAgent) == "" }
 
-// agent parses ua once and remembers it. ua may alias a buffer reused later: a key kept is
-// copied.
+// agent parses ua once and remembers it. ua may alias a buffer reused later: what is kept
+// (here and in the parser's own caches) is a copy.
 func (e *Enricher) agent(ua string) agent {
 	if a, ok := e.agents[ua]; ok {
 		return a
 	}
+	ua = strings.Clone(ua) // the parser keeps it in caches of its own
 	c := e.ua.Parse(ua)
 	a := agent{robot: isRobot(c), device: deviceType(c), browser: orUnknown(c.UserAgent.Family), os: orUnknown(c.Os.Family)}
 	if e.agents == nil || len(e.agents) >= maxAgents {
 		e.agents = make(map[string]agent, 1024)
 	}
-	e.agents[strings.Clone(ua)] = a
+	e.agents[ua] = a
 	return a
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/oschwald/maxminddb-golang/v2"
 )
@@ -17,7 +18,13 @@ import (
 type GeoIP struct {
 	r         *maxminddb.Reader
 	countries sync.Map // record offset (uintptr) → country (string)
+	kept      atomic.Int64
 }
+
+// maxKeptRecords bounds the records whose country is kept: a country database has a few
+// hundred, a city database (also readable) hundreds of thousands, of which only the first
+// are kept; the others are decoded on every lookup.
+const maxKeptRecords = 4096
 
 // OpenGeoIP opens the database at path.
 func OpenGeoIP(path string) (*GeoIP, error) {
@@ -56,7 +63,10 @@ func (g *GeoIP) Country(ip netip.Addr) string {
 	if cc == "" {
 		cc = rec.CountryCode
 	}
-	g.countries.Store(res.Offset(), cc)
+	if g.kept.Load() < maxKeptRecords {
+		g.kept.Add(1)
+		g.countries.Store(res.Offset(), cc)
+	}
 	return cc
 }
 

@@ -157,8 +157,11 @@ func (c *Cache) markStale(code string, e *Entry, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur, ok := c.entries.Peek(code)
-	if !ok || cur != e {
-		return false
+	if !ok || !cur.fetched.Equal(e.fetched) {
+		return false // invalidated or filled anew meanwhile
+	}
+	if cur.stale {
+		return true // another visitor of the failed fill marked it
 	}
 	next := *cur
 	next.stale, next.refreshAt = true, now.Add(refreshRetry)

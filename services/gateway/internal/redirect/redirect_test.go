@@ -555,3 +555,31 @@ func TestRefreshesAfterALullRunAFewAtATime(t *testing.T) {
 		}
 	}
 }
+
+// Every visitor waiting on the fill of an expired entry that fails because the link
+// service is away gets the stale entry, not only the first one.
+func TestConcurrentMissesDuringAnOutageAllServedStale(t *testing.T) {
+	res := &fakeResolver{links: map[string]link.Resolved{"hot": {DestinationURL: "https://e.example", ExpiresAt: now.Add(time.Hour)}}}
+	c := NewCache(10, res)
+	ctx := context.Background()
+	if _, err := c.Lookup(ctx, "hot", now); err != nil {
+		t.Fatal(err)
+	}
+	res.mu.Lock()
+	res.fail, res.delay = errs.Unavailable("link service unavailable", nil), 100*time.Millisecond
+	res.mu.Unlock()
+	later := now.Add(link.CacheTTL + time.Second)
+	var wg sync.WaitGroup
+	failed := atomic.Int32{}
+	for range 8 {
+		wg.Go(func() {
+			if e, err := c.Lookup(ctx, "hot", later); err != nil || !e.Found {
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n != 0 {
+		t.Fatalf("%d of 8 visitors of the failed fill got an error instead of the stale entry", n)
+	}
+}

@@ -47,7 +47,7 @@ type Enricher struct {
 	countries Countries
 	salts     Salts
 
-	// Enrich runs on one goroutine; these spare it work per click.
+	// AppendClick runs on one goroutine; these spare it work per click.
 	agents  map[string]agent // parsed User-Agents, cleared when full
 	hashDay int64            // days since 1970 (UTC)
 	hash    hash.Hash        // HMAC under hashDay's salt
@@ -83,18 +83,11 @@ func NewEnricher(countries Countries, salts Salts) (*Enricher, error) {
 	return &Enricher{ua: p, countries: countries, salts: salts}, nil
 }
 
-// Enrich must be called from one goroutine at a time. It returns v's click, or false for a visit that is no click: a crawler or
+// AppendClick appends the compact stream value of v's click to dst, allocating nothing once
+// the User-Agent is known, or reports false for a visit that is no click: a crawler or
 // link-preview fetcher, as ua-parser's maintained list (uap-core) knows them, a headless
-// browser, or a request without a User-Agent.
-func (e *Enricher) Enrich(v Visit) (analytics.Click, bool) {
-	var visitor [visitorLen]byte
-	c, ok := e.click(v, &visitor)
-	c.Visitor = strings.Clone(c.Visitor) // it was visitor's
-	return c, ok
-}
-
-// AppendClick appends the compact stream value of v's click to dst (see Enrich), allocating
-// nothing once the User-Agent is known: the recorder's way, once per click.
+// browser, or a request without a User-Agent. It must be called from one goroutine at a
+// time.
 func (e *Enricher) AppendClick(dst []byte, v Visit) ([]byte, bool) {
 	var visitor [visitorLen]byte
 	c, ok := e.click(v, &visitor)

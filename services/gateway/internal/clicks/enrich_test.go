@@ -47,7 +47,7 @@ func TestRobotsAreNoClicks(t *testing.T) {
 		"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 Safari/537.36",
 		"", // no browser sends no User-Agent
 	} {
-		if c, ok := e.Enrich(Visit{LinkID: "l", Code: "c", At: time.Now(), UserAgent: ua}); ok {
+		if c, ok := enrich(t, e, Visit{LinkID: "l", Code: "c", At: time.Now(), UserAgent: ua}); ok {
 			t.Errorf("%q recorded as a click: %+v", ua, c)
 		}
 	}
@@ -65,7 +65,7 @@ func TestBrowsersAreClicks(t *testing.T) {
 		{"Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36", analytics.DeviceMobile, "Chrome Mobile", "Android"},
 		{"Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:120.0) Gecko/20100101 Firefox/120.0", analytics.DeviceDesktop, "Firefox", "Mac OS X"},
 	} {
-		c, ok := e.Enrich(Visit{LinkID: "l1", OwnerID: "o1", Code: "abc", At: at, IP: netip.MustParseAddr("81.2.69.142"),
+		c, ok := enrich(t, e, Visit{LinkID: "l1", OwnerID: "o1", Code: "abc", At: at, IP: netip.MustParseAddr("81.2.69.142"),
 			UserAgent: tc.ua, Referer: "https://News.Example.com:8443/path?token=secret", EventID: "00112233445566778899aabbccddeeff"})
 		if !ok {
 			t.Fatalf("%q not recorded", tc.ua)
@@ -95,7 +95,7 @@ func TestCountry(t *testing.T) {
 		{gb, "T1", "GB"}, // Tor is no country
 		{gb, "<script>", "GB"},
 	} {
-		c, _ := e.Enrich(Visit{LinkID: "l", At: time.Now(), IP: tc.ip, EdgeCountry: tc.edge, UserAgent: "Mozilla/5.0 Firefox/120.0"})
+		c, _ := enrich(t, e, Visit{LinkID: "l", At: time.Now(), IP: tc.ip, EdgeCountry: tc.edge, UserAgent: "Mozilla/5.0 Firefox/120.0"})
 		if c.Country != tc.want {
 			t.Errorf("ip %s edge %q → %q, want %q", tc.ip, tc.edge, c.Country, tc.want)
 		}
@@ -184,7 +184,7 @@ func TestClicksWithoutSalt(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 100 {
-		c, ok := e.Enrich(Visit{LinkID: "l", At: time.Now(), UserAgent: "Mozilla/5.0 Firefox/120.0"})
+		c, ok := enrich(t, e, Visit{LinkID: "l", EventID: "e", At: time.Now(), UserAgent: "Mozilla/5.0 Firefox/120.0"})
 		if !ok || c.Visitor != "" {
 			t.Fatalf("click %+v, %v", c, ok)
 		}
@@ -223,4 +223,22 @@ func TestReferrerHostFastPath(t *testing.T) {
 			t.Fatalf("ReferrerHost(%q) = %q, url.Parse says %q", in, got, want)
 		}
 	}
+}
+
+// enrich is v's click as the stream carries it: AppendClick's value, read back (an event
+// ID is made up where v has none).
+func enrich(t testing.TB, e *Enricher, v Visit) (analytics.Click, bool) {
+	t.Helper()
+	if v.EventID == "" {
+		v.EventID = "test-event"
+	}
+	b, ok := e.AppendClick(nil, v)
+	if !ok {
+		return analytics.Click{}, false
+	}
+	c, err := analytics.ClickFromValues(map[string]string{analytics.CompactField: string(b)})
+	if err != nil {
+		t.Fatalf("the click of %+v does not read back: %v", v, err)
+	}
+	return c, true
 }

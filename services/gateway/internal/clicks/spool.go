@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -428,23 +427,10 @@ func (s *spool) encode(buf []byte, v *Visit) []byte {
 	return buf
 }
 
-// decode reads a record back into a visit with its event ID; false for bytes that are no
-// record.
-func decode(rec []byte) (Visit, bool) {
-	var id [2 * idSize]byte
-	v, ok := view(rec, &id)
-	if !ok {
-		return Visit{}, false
-	}
-	for _, f := range []*string{&v.EventID, &v.LinkID, &v.OwnerID, &v.Code, &v.UserAgent, &v.Referer, &v.EdgeCountry} {
-		*f = strings.Clone(*f)
-	}
-	return v, true
-}
-
-// view is decode without a copy: the visit's strings are rec's bytes, and its event ID is
-// written into id, so it is good only while both stay as they are. The recorder enriches
-// every visit this way, allocating nothing.
+// view reads a record back into a visit with its event ID, without a copy: the visit's
+// strings are rec's bytes, and its event ID is written into id, so it is good only while
+// both stay as they are; false for bytes that are no record. The recorder enriches every
+// visit this way, allocating nothing.
 func view(rec []byte, id *[2 * idSize]byte) (v Visit, ok bool) {
 	if len(rec) < idSize+8+1 {
 		return Visit{}, false

@@ -362,24 +362,32 @@ func TestRecorderAfterACrashResendsUnderTheSameIDs(t *testing.T) {
 	}
 }
 
-// Run hands the producer only as many visits as it has room for: the rest wait in the spool,
-// where a crash cannot take them, instead of being dropped by a full producer.
-func TestRecorderWaitsForTheProducer(t *testing.T) {
+// unrunRecorder is a recorder whose producer (of queue entries) never runs: its Redis is
+// never dialled, so the tests drive step themselves.
+func unrunRecorder(t *testing.T, queue, visits int) (*Recorder, *stream.Producer) {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e, err := NewEnricher(nil, fixedSalt{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never reached: Run is not running
-	defer rdb.Close()
-	p, err := stream.NewProducer(stream.ProducerOptions{Client: rdb, Stream: "clicks", Logger: log, QueueSize: 1})
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	p, err := stream.NewProducer(stream.ProducerOptions{Client: rdb, Stream: "clicks", Logger: log, QueueSize: queue})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRecorder(RecorderOptions{QueueSize: 100, SpoolSize: minSpool, Enricher: e, Producer: p, Logger: log})
+	r, err := NewRecorder(RecorderOptions{QueueSize: visits, SpoolSize: minSpool, Enricher: e, Producer: p, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, p
+}
+
+// Run hands the producer only as many visits as it has room for: the rest wait in the spool,
+// where a crash cannot take them, instead of being dropped by a full producer.
+func TestRecorderWaitsForTheProducer(t *testing.T) {
+	r, p := unrunRecorder(t, 1, 100)
 	const visits = analytics.MaxPerEntry + 10 // a full entry's worth, and more
 	for i := range visits {
 		v := testVisit(i)
@@ -400,21 +408,7 @@ func TestRecorderWaitsForTheProducer(t *testing.T) {
 // A pack due while the producer's queue is full waits, with its visits in the spool: it is
 // neither dropped nor let go.
 func TestOpenPackWaitsForTheProducer(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := NewEnricher(nil, fixedSalt{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never reached: Run is not running
-	defer rdb.Close()
-	p, err := stream.NewProducer(stream.ProducerOptions{Client: rdb, Stream: "clicks", Logger: log, QueueSize: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := NewRecorder(RecorderOptions{QueueSize: 1000, SpoolSize: minSpool, Enricher: e, Producer: p, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, p := unrunRecorder(t, 2, 1000)
 	record := func(n int) {
 		for i := range n {
 			v := testVisit(i)
@@ -535,4 +529,17 @@ func TestRecorderUnderConcurrentVisits(t *testing.T) {
 	if !bytes.Equal(r.spool.ring, make([]byte, len(r.spool.ring))) {
 		t.Fatal("the ring still holds bytes of visits on the stream")
 	}
+}
+
+// decode is view with the visit's strings copied, for tests that keep visits.
+func decode(rec []byte) (Visit, bool) {
+	var id [2 * idSize]byte
+	v, ok := view(rec, &id)
+	if !ok {
+		return Visit{}, false
+	}
+	for _, f := range []*string{&v.EventID, &v.LinkID, &v.OwnerID, &v.Code, &v.UserAgent, &v.Referer, &v.EdgeCountry} {
+		*f = strings.Clone(*f)
+	}
+	return v, true
 }

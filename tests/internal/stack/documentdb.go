@@ -68,12 +68,29 @@ func ensureDocumentDB(ctx context.Context, url, dataDir string) error {
 	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS documentdb CASCADE"); err != nil {
 		return fmt.Errorf("create extension documentdb: %w (deploy/local/install-store.sh builds it)", err)
 	}
+	if err := pointCronAtThisServer(ctx, conn); err != nil {
+		return err
+	}
 	marker := filepath.Join(dataDir, storeMarker)
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	if err := os.WriteFile(marker, []byte("ferretdb-v2 documentdb\n"), 0o644); err != nil {
 		return fmt.Errorf("mark the store: %w", err)
+	}
+	return nil
+}
+
+// pointCronAtThisServer makes DocumentDB's background jobs (TTL deletes, concurrent index
+// builds, cursor clean-up) connect to this server. pg_cron keeps, with each job, the host
+// and port the server had when the extension scheduled it; the store picks a free port at
+// every start, so on a reused data directory every job would fail to connect ("cron job 1
+// connection failed" in the server log) and TTL indexes would delete nothing.
+func pointCronAtThisServer(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, `UPDATE cron.job SET nodename = '127.0.0.1', nodeport = current_setting('port')::int
+		WHERE nodename IS DISTINCT FROM '127.0.0.1' OR nodeport IS DISTINCT FROM current_setting('port')::int`)
+	if err != nil {
+		return fmt.Errorf("point the store's background jobs at this server: %w", err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -120,6 +121,21 @@ func TestDatastoresRestartKeepsData(t *testing.T) {
 	}
 	if got.URL != "https://example.com/kept" {
 		t.Fatalf("url after restart = %q", got.URL)
+	}
+	// The store's background jobs (TTL deletes, index builds) reach the server on the port
+	// it has now, not the one it had when they were scheduled.
+	conn, err := pgx.Connect(ctx, d.PostgresURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var jobs, elsewhere int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE nodename <> '127.0.0.1' OR nodeport <> current_setting('port')::int)
+		FROM cron.job`).Scan(&jobs, &elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	if jobs == 0 || elsewhere != 0 {
+		t.Fatalf("%d of %d background jobs point at another server", elsewhere, jobs)
 	}
 }
 

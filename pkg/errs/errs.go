@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/ratelimit"
 )
 
 // Kind classifies a failure independently of transport. Domain code picks a kind; only this
@@ -72,6 +74,9 @@ type Error struct {
 	Message string
 	// RetryAfter, when positive, becomes the Retry-After header of a 429 or 503.
 	RetryAfter time.Duration
+	// RateLimits are the quota windows the refusal (or any answer) reports, written as
+	// RateLimit-Policy and RateLimit fields.
+	RateLimits []ratelimit.Window
 	// Err is the cause, logged but never shown.
 	Err error
 }

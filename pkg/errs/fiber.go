@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/linkmesh/linkmesh/pkg/ratelimit"
 )
 
 // MsgBodyTooLarge is the message of a 413; server.BodyLimit is the limit it names.
@@ -101,6 +103,9 @@ func Handler(logger *slog.Logger, classifiers ...Classifier) fiber.ErrorHandler 
 		}
 		if retry > 0 {
 			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retry))
+		}
+		if e, ok := As(err); ok {
+			ratelimit.Set(c, e.RateLimits...)
 		}
 		return c.Status(status).JSON(Envelope{Error: msg}, fiber.MIMEApplicationJSONCharsetUTF8)
 	}

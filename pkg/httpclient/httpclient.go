@@ -19,6 +19,7 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/ratelimit"
 	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/pkg/telemetry"
 )
@@ -195,6 +196,7 @@ func decodeFailure(service string, resp *http.Response, data []byte) error {
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 		e.RetryAfter = time.Duration(s) * time.Second
 	}
+	e.RateLimits = ratelimit.Parse(resp.Header.Get(ratelimit.HeaderPolicy), resp.Header.Get(ratelimit.HeaderState))
 	if e.Kind == errs.KindInternal {
 		e.Err = fmt.Errorf("%s answered %d: %s", service, resp.StatusCode, env.Error)
 	}

@@ -47,7 +47,7 @@ func keysOf(t *testing.T, name string) *Keys {
 
 func TestCallerRoundTrip(t *testing.T) {
 	gw, link := keysOf(t, Gateway), keysOf(t, "link")
-	for _, c := range []Caller{Anonymous, {UserID: "u1", Role: "moderator", Status: "active", IPHash: strings.Repeat("ab", 32), UserAgent: "curl/8", QuotaLimit: 250}} {
+	for _, c := range []Caller{Anonymous, {UserID: "u1", Role: "moderator", Status: "active", IPHash: strings.Repeat("ab", 32), UserAgent: "curl/8", QuotaLimit: 250, TokenID: "t-42"}} {
 		tok, err := gw.SignCaller(c, "link")
 		if err != nil {
 			t.Fatal(err)

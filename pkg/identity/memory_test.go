@@ -51,6 +51,7 @@ func TestRememberedSignaturesKeepTheirClaims(t *testing.T) {
 		{UserID: "u1", Role: RoleUser, Status: "active", IPHash: "h2", UserAgent: "ua", QuotaLimit: 100},
 		{UserID: "u1", Role: RoleUser, Status: "active", IPHash: "h", UserAgent: "ua2", QuotaLimit: 100},
 		{UserID: "u1", Role: RoleUser, Status: "active", IPHash: "h", UserAgent: "ua", QuotaLimit: 101},
+		{UserID: "u1", Role: RoleUser, Status: "active", IPHash: "h", UserAgent: "ua", QuotaLimit: 100, TokenID: "t1"},
 	}
 	seen := map[string]bool{}
 	for _, c := range variants {

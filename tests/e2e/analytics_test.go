@@ -141,10 +141,14 @@ func scanForClientIPs(ctx context.Context) error {
 	}
 	defer func() { _ = mc.Disconnect(context.Background()) }()
 	needles := append([]string{"198.18."}, visitorIPs...)
+	// The API token secrets, and their random part alone, must be nowhere either.
+	for _, s := range issuedSecrets {
+		needles = append(needles, s, strings.TrimPrefix(s, "lm_"))
+	}
 	found := func(where, text string) error {
 		for _, n := range needles {
 			if strings.Contains(text, n) {
-				return fmt.Errorf("client address %s found in %s: %.300s", n, where, text)
+				return fmt.Errorf("client address or secret %s found in %s: %.300s", n, where, text)
 			}
 		}
 		return nil

@@ -23,6 +23,9 @@ var protectedRoutes = []protectedRoute{
 	{"POST", "/api/user/links/abc1234/renew", "{}", "user", 404}, // nobody's link: 404, no oracle
 	{"POST", "/api/user/links/abc1234/request-permanent", "{}", "user", 404},
 	{"DELETE", "/api/user/links/abc1234", "", "user", 404},
+	{"POST", "/api/user/tokens", `{"name":"matrix","scopes":["links:read"]}`, "user", 201},
+	{"GET", "/api/user/tokens", "", "user", 200},
+	{"DELETE", "/api/user/tokens/t1", "", "user", 404},
 	{"GET", "/api/admin/overview", "", "moderator", 200},
 	{"GET", "/api/admin/users", "", "moderator", 200},
 	{"POST", "/api/admin/users/nobody/timeout", `{"duration_seconds":60,"reason":"x"}`, "moderator", 404},

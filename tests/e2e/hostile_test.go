@@ -28,8 +28,8 @@ type route struct {
 	method, path string
 }
 
-// documentedRoutes reads every operation of the gateway's OpenAPI document.
-func documentedRoutes(t *testing.T) []route {
+// openAPIPaths reads the paths of the gateway's OpenAPI document: path → method → operation.
+func openAPIPaths(t *testing.T) map[string]map[string]any {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "services", "gateway", "api", "openapi.yaml"))
 	if err != nil {
@@ -41,8 +41,14 @@ func documentedRoutes(t *testing.T) []route {
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
+	return doc.Paths
+}
+
+// documentedRoutes reads every operation of the gateway's OpenAPI document.
+func documentedRoutes(t *testing.T) []route {
+	t.Helper()
 	var routes []route
-	for p, ops := range doc.Paths {
+	for p, ops := range openAPIPaths(t) {
 		for m := range ops {
 			switch m {
 			case "get", "post", "put", "patch", "delete", "head":

@@ -104,6 +104,7 @@ func run(m *testing.M) int {
 			"LINKMESH_OIDC_CLIENT_ID":           oidcClientID,
 			"LINKMESH_LOGIN_MAX_FAILURES":       itoa(loginFailures),
 			"LINKMESH_GEOIP_DB":                 geoDB,
+			"LINKMESH_TOKEN_RATE":               itoa(tokenRate),
 			// The ceiling of failed logins of one e-mail over all clients (login_limits_test.go).
 			"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL": itoa(loginFailuresPerEmail),
 		},
@@ -123,6 +124,13 @@ func run(m *testing.M) int {
 		}
 	}
 	svcs.Stop()
+	// Nor any secret a log line.
+	if code == 0 {
+		if err := scanLogsForSecrets(logDir); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			code = 1
+		}
+	}
 	if code != 0 {
 		fmt.Fprintln(os.Stderr, "e2e: service logs are in", logDir)
 	} else {

@@ -38,7 +38,7 @@ quota:
   calls: []
   mongodb: true
   secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
-  settings: [anonQuota, anonWindow, userWindow, loginMaxFailures, loginMaxFailuresPerEmail, loginWindow]
+  settings: [anonQuota, anonWindow, userWindow, loginMaxFailures, loginMaxFailuresPerEmail, loginWindow, tokenRate]
 {{- end }}
 
 {{/* The services, in port order. */}}
@@ -75,6 +75,7 @@ userWindow: LINKMESH_USER_WINDOW
 loginMaxFailures: LINKMESH_LOGIN_MAX_FAILURES
 loginMaxFailuresPerEmail: LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL
 loginWindow: LINKMESH_LOGIN_WINDOW
+tokenRate: LINKMESH_TOKEN_RATE
 {{- end }}
 
 {{- define "linkmesh.commonSettings" -}}

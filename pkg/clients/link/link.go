@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
+	"github.com/linkmesh/linkmesh/pkg/ratelimit"
 )
 
 // InvalidationChannel is the Redis pub/sub channel on which the short code of every changed
@@ -63,6 +64,13 @@ type Created struct {
 	DestinationURL string    `json:"destination_url"`
 	ExpiresAt      time.Time `json:"expires_at"`
 	CreatedAt      time.Time `json:"created_at"`
+}
+
+// CreateResult is the link service's answer to a creation: the public Created fields, and
+// the caller's creation window after it, which the gateway turns into RateLimit fields.
+type CreateResult struct {
+	Created
+	Quota *ratelimit.Window `json:"quota,omitempty"`
 }
 
 // Resolved is what the redirect path needs to answer for a code.
@@ -168,8 +176,8 @@ type Client struct{ hc *httpclient.Client }
 func New(hc *httpclient.Client) *Client { return &Client{hc: hc} }
 
 // Create stores a new link for the caller named by the context's identity token.
-func (c *Client) Create(ctx context.Context, req CreateRequest) (Created, error) {
-	var out Created
+func (c *Client) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
+	var out CreateResult
 	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/links", Body: req}, &out)
 	return out, err
 }

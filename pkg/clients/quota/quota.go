@@ -4,11 +4,13 @@ package quota
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
+	"github.com/linkmesh/linkmesh/pkg/ratelimit"
 )
 
 // Scopes name the counters the quota service keeps; each has its own limit and window.
@@ -29,7 +31,13 @@ const (
 	ScopeUserCreate = "user_create"
 	// ScopeReport counts abuse reports per identity key: ReportLimit per ReportWindow.
 	ScopeReport = "report"
+	// ScopeAPIToken counts the requests of one API token (keyed by its id): the
+	// configured rate per TokenWindow. Every request keeps its unit.
+	ScopeAPIToken = "api_token"
 )
+
+// TokenWindow is the window of an API token's request rate, as the contract fixes it.
+const TokenWindow = time.Minute
 
 // The size of the report window, as the contract fixes it.
 const (
@@ -105,16 +113,39 @@ type Reserver interface {
 // the scope) is a 503, so an action never skips its limit and a caller never sees the quota
 // service's own complaint as theirs.
 func Take(ctx context.Context, r Reserver, req ReserveRequest, deniedMsg string) (ReleaseRequest, error) {
+	rel, _, err := TakeReporting(ctx, r, req, deniedMsg, "")
+	return rel, err
+}
+
+// TakeReporting is Take that also reports the window after the reservation under the policy
+// name (see ratelimit): returned on success, and carried by the 429 of a refusal.
+func TakeReporting(ctx context.Context, r Reserver, req ReserveRequest, deniedMsg, policy string) (ReleaseRequest, ratelimit.Window, error) {
 	scope, key := req.Scope, req.Key
 	res, err := r.Reserve(ctx, req)
 	if err != nil {
 		if e, ok := errs.As(err); ok && e.Kind == errs.KindUnavailable {
-			return ReleaseRequest{}, err
+			return ReleaseRequest{}, ratelimit.Window{}, err
 		}
-		return ReleaseRequest{}, errs.Unavailable("quota service unavailable", err)
+		return ReleaseRequest{}, ratelimit.Window{}, errs.Unavailable("quota service unavailable", err)
 	}
+	w := res.Window(policy, time.Now())
 	if !res.Allowed {
-		return ReleaseRequest{}, errs.TooMany(deniedMsg, time.Duration(res.RetryAfterSeconds)*time.Second)
+		e := errs.TooMany(deniedMsg, time.Duration(res.RetryAfterSeconds)*time.Second)
+		if policy != "" {
+			w.Remaining, w.ResetSeconds = 0, max(w.ResetSeconds, res.RetryAfterSeconds)
+			e.RateLimits = []ratelimit.Window{w}
+		}
+		return ReleaseRequest{}, w, e
 	}
-	return ReleaseRequest{Scope: scope, Key: key, ID: res.ID}, nil
+	return ReleaseRequest{Scope: scope, Key: key, ID: res.ID}, w, nil
+}
+
+// Window is the reservation's window under the policy name as of now: the RateLimit fields
+// of the action it counted.
+func (r Reservation) Window(policy string, now time.Time) ratelimit.Window {
+	w := ratelimit.Window{Name: policy, Limit: r.Limit, WindowSeconds: r.WindowSeconds, Remaining: max(r.Remaining, 0)}
+	if !r.ResetsAt.IsZero() && r.ResetsAt.After(now) {
+		w.ResetSeconds = int(math.Ceil(r.ResetsAt.Sub(now).Seconds()))
+	}
+	return w
 }

@@ -157,7 +157,7 @@ func (e *env) service(t *testing.T, opts ...option) *accounts.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := accounts.Options{Store: e.store, Quota: e.quota, IDP: idp.New(e.idp), Hasher: h,
+	o := accounts.Options{Store: e.store, Tokens: e.store, Quota: e.quota, IDP: idp.New(e.idp), Hasher: h,
 		Audit: e.audit, Links: e.links, SessionTTL: time.Hour, Now: e.clock.Now}
 	for _, opt := range opts {
 		opt(&o)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,7 +21,9 @@ import (
 
 // Options are what a Service is built from.
 type Options struct {
-	Store  Store
+	Store Store
+	// Tokens keeps the API tokens.
+	Tokens TokenStore
 	Quota  Quota
 	IDP    IdentityVerifier
 	Hasher PasswordHasher
@@ -43,7 +46,11 @@ type Options struct {
 
 // Service applies the account rules.
 type Service struct {
-	store     Store
+	store  Store
+	tokens TokenStore
+	// touched is when this replica last recorded each token's use, by token id.
+	touchMu   sync.Mutex
+	touched   map[string]time.Time
 	quota     Quota
 	idp       IdentityVerifier
 	hasher    PasswordHasher
@@ -80,7 +87,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hash dummy password: %w", err)
 	}
-	return &Service{store: opts.Store, quota: opts.Quota, idp: opts.IDP, hasher: opts.Hasher,
+	return &Service{store: opts.Store, tokens: opts.Tokens, quota: opts.Quota, idp: opts.IDP, hasher: opts.Hasher,
 		audit: opts.Audit, links: opts.Links, ttl: opts.SessionTTL, issuer: opts.Issuer, clientID: opts.ClientID, now: millis(opts.Now),
 		log: opts.Logger, dummyHash: dummy, attempts: opts.Attempts}, nil
 }

@@ -29,6 +29,10 @@ type Accounts interface {
 	Timeout(ctx context.Context, caller identity.Caller, targetID string, req auth.TimeoutRequest) (auth.User, error)
 	Ban(ctx context.Context, caller identity.Caller, targetID string, req auth.BanRequest) (auth.BanResponse, error)
 	Unban(ctx context.Context, caller identity.Caller, targetID string) (auth.User, error)
+	CreateToken(ctx context.Context, caller identity.Caller, req auth.TokenCreateRequest) (auth.TokenCreated, error)
+	Tokens(ctx context.Context, caller identity.Caller) (auth.TokenList, error)
+	RevokeToken(ctx context.Context, caller identity.Caller, id string) error
+	ValidateToken(ctx context.Context, secret string) (auth.TokenAuth, error)
 }
 
 // Register mounts the internal routes on app, all behind the internal token.
@@ -48,6 +52,10 @@ func Register(app *fiber.App, keys *identity.Keys, svc Accounts) {
 	g.Post("/users/:id/timeout", h.timeout)
 	g.Post("/users/:id/ban", h.ban)
 	g.Post("/users/:id/unban", h.unban)
+	g.Post("/tokens/validate", h.validateToken)
+	g.Post("/tokens", h.createToken)
+	g.Get("/tokens", h.tokens)
+	g.Delete("/tokens/:id", h.revokeToken)
 }
 
 type handlers struct{ svc Accounts }
@@ -221,4 +229,43 @@ func (h handlers) unban(c *fiber.Ctx) error {
 		return err
 	}
 	return reply(c, fiber.StatusOK, auth.UserResponse{User: u})
+}
+
+func (h handlers) createToken(c *fiber.Ctx) error {
+	var req auth.TokenCreateRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	out, err := h.svc.CreateToken(c.UserContext(), identity.CallerOf(c), req)
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusCreated, out)
+}
+
+func (h handlers) tokens(c *fiber.Ctx) error {
+	out, err := h.svc.Tokens(c.UserContext(), identity.CallerOf(c))
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, out)
+}
+
+func (h handlers) revokeToken(c *fiber.Ctx) error {
+	if err := h.svc.RevokeToken(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("id"))); err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, fiber.Map{"status": "revoked"})
+}
+
+func (h handlers) validateToken(c *fiber.Ctx) error {
+	var req auth.TokenRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	out, err := h.svc.ValidateToken(c.UserContext(), req.Token)
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, out)
 }

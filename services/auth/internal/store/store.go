@@ -20,11 +20,12 @@ const (
 	Users        = "users"
 	Sessions     = "sessions"
 	LoginRecords = "login_records"
+	APITokens    = "api_tokens"
 )
 
 // Store is the MongoDB account store; it implements accounts.Store.
 type Store struct {
-	users, sessions, records *mongo.Collection
+	users, sessions, records, tokens *mongo.Collection
 	// recordRetention is how long a login record is kept: its expires_at is its created_at
 	// plus this.
 	recordRetention time.Duration
@@ -47,10 +48,10 @@ func New(ctx context.Context, db *mongo.Database, recordRetention time.Duration)
 		return nil, err
 	}
 	return &Store{users: db.Collection(Users), sessions: db.Collection(Sessions),
-		records: db.Collection(LoginRecords), recordRetention: recordRetention}, nil
+		records: db.Collection(LoginRecords), tokens: db.Collection(APITokens), recordRetention: recordRetention}, nil
 }
 
-// ttlIndex is the name of the TTL index on expires_at of sessions and login records: the
+// ttlIndex is the name of the TTL index on expires_at of sessions, login records and API tokens: the
 // server deletes a document once its expires_at has passed (expireAfterSeconds 0).
 const ttlIndex = "expires_at_ttl"
 
@@ -91,6 +92,10 @@ func indexes() []mongodb.Index {
 		ix(LoginRecords, "created_at", false, "-created_at"),
 		ix(LoginRecords, "user_id_created_at", false, "user_id", "-created_at"),
 		ix(LoginRecords, "email_created_at", false, "email", "-created_at"),
+		// A token is found by its secret's hash; its owner's slots bound the live tokens.
+		ix(APITokens, "hash_unique", true, "hash"),
+		ix(APITokens, "user_slot_unique", true, "user_id", "slot"),
+		ttl(APITokens),
 	}
 }
 

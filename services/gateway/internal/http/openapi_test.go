@@ -240,6 +240,10 @@ func asSlice(v any) []any {
 // fakeSessions stands in for the auth service: the cookie value names the account.
 type fakeSessions map[string]auth.User
 
+func (f fakeSessions) ValidateToken(_ context.Context, secret string) (auth.TokenAuth, error) {
+	return auth.TokenAuth{}, errs.E(errs.KindUnauthenticated, "API token invalid, expired or revoked")
+}
+
 func (f fakeSessions) Validate(_ context.Context, token string) (auth.User, error) {
 	if u, ok := f[token]; ok {
 		return u, nil
@@ -356,24 +360,55 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 }
 
-// TestOpenAPIProtectedRoutes checks the protected table against the document: minimum role,
-// cookie security, the gates' answers, and 501 exactly for the routes still to be built.
-func TestOpenAPIProtectedRoutes(t *testing.T) {
+// TestOpenAPIGatedRoutes checks the gate table against the document: minimum role, the
+// security requirements (anonymous, cookie, token), the token scope, the gates' answers,
+// and 501 exactly for the routes still to be built.
+func TestOpenAPIGatedRoutes(t *testing.T) {
 	d := loadDoc(t)
 	ops := d.operations(t)
-	for _, r := range (&handlers{}).protectedRoutes() {
+	schemes, _ := d["components"].(map[string]any)["securitySchemes"].(map[string]any)
+	if bearer, _ := schemes["bearerAuth"].(map[string]any); bearer["type"] != "http" || bearer["scheme"] != "bearer" {
+		t.Fatalf("bearerAuth: %v", bearer)
+	}
+	for _, r := range (&handlers{}).gatedRoutes() {
 		key := r.method + " /api" + fiberParam.ReplaceAllString(r.path, "{$1}")
 		op := ops[key]
 		if op == nil {
 			t.Errorf("%s: not documented", key)
 			continue
 		}
-		if op["x-min-role"] != r.role {
-			t.Errorf("%s: x-min-role %v, want %s", key, op["x-min-role"], r.role)
+		wantRole := r.role
+		if wantRole == "" {
+			wantRole = "anonymous"
 		}
-		sec := asSlice(op["security"])
-		if len(sec) != 1 || sec[0].(map[string]any)["cookieAuth"] == nil {
-			t.Errorf("%s: security must be cookieAuth only, got %v", key, sec)
+		if op["x-min-role"] != wantRole {
+			t.Errorf("%s: x-min-role %v, want %s", key, op["x-min-role"], wantRole)
+		}
+		if scope, _ := op["x-token-scope"].(string); scope != r.scope {
+			t.Errorf("%s: x-token-scope %q, want %q", key, scope, r.scope)
+		}
+		var got []string
+		for _, req := range asSlice(op["security"]) {
+			names := []string{}
+			for name := range req.(map[string]any) {
+				names = append(names, name)
+			}
+			if len(names) == 0 {
+				names = []string{"anonymous"}
+			}
+			got = append(got, strings.Join(names, "+"))
+		}
+		want := []string{"cookieAuth"}
+		if r.scope != "" {
+			want = append(want, "bearerAuth")
+		}
+		if r.role == "" {
+			want = append(want, "anonymous")
+		}
+		sort.Strings(got)
+		sort.Strings(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: security %v, want %v", key, got, want)
 		}
 		responses, _ := op["responses"].(map[string]any)
 		for _, status := range []string{"401", "403", "503"} {
@@ -384,16 +419,25 @@ func TestOpenAPIProtectedRoutes(t *testing.T) {
 		if _, has501 := responses["501"]; has501 != (r.handle == nil) {
 			t.Errorf("%s: 501 documented: %v; handler still to be built: %v", key, has501, r.handle == nil)
 		}
+		if r.scope != "" && responses["429"] == nil {
+			t.Errorf("%s: a token route must document 429 (the token's window)", key)
+		}
 		if responses["403"] == nil {
 			continue
 		}
 		msgs := d.messages(t, d.resolve(t, responses["403"]))
-		if r.role != auth.RoleUser && !slices.Contains(msgs, r.role+" role required") {
+		if r.role != "" && r.role != auth.RoleUser && !slices.Contains(msgs, r.role+" role required") {
 			t.Errorf("%s: 403 does not document %q: %v", key, r.role+" role required", msgs)
 		}
-		for _, want := range []string{"account is banned"} {
+		wantMsgs := []string{"account is banned"}
+		if r.scope == "" {
+			wantMsgs = append(wantMsgs, "API tokens are not accepted on this route")
+		} else {
+			wantMsgs = append(wantMsgs, "token lacks scope "+r.scope)
+		}
+		for _, want := range wantMsgs {
 			if !slices.Contains(msgs, want) {
-				t.Errorf("%s: 403 does not document %q", key, want)
+				t.Errorf("%s: 403 does not document %q: %v", key, want, msgs)
 			}
 		}
 		if r.method != fiber.MethodGet && !slices.Contains(msgs, "cross-site request refused") {

@@ -10,56 +10,68 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/server"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/session"
 )
 
-// route is one protected endpoint: its method, path, minimum role and handler (nil while the
+// route is one gated endpoint: its method, path, minimum role ("" admits anonymous callers
+// too), the API token scope that opens it ("" refuses tokens) and handler (nil while the
 // feature is still to be built: the gate applies, then 501).
 type route struct {
-	method, path, role string
-	handle             fiber.Handler
+	method, path, role, scope string
+	handle                    fiber.Handler
 }
 
-// protectedRoutes is the whole user and admin surface of the specification with the roles
-// its endpoint tables require.
-func (h *handlers) protectedRoutes() []route {
-	const user, mod, super = auth.RoleUser, auth.RoleModerator, auth.RoleSuperAdmin
+// gatedRoutes is every route that authenticates its caller, with the roles the
+// specification's endpoint tables require and the scopes of the contract's token table: the
+// one table the gate, the OpenAPI document and the authorization tests read.
+func (h *handlers) gatedRoutes() []route {
+	const anyone, user, mod, super = "", auth.RoleUser, auth.RoleModerator, auth.RoleSuperAdmin
+	const read, write, stats, none = auth.ScopeLinksRead, auth.ScopeLinksWrite, auth.ScopeAnalyticsRead, ""
 	return []route{
-		{"GET", "/user/dashboard", user, h.dashboard},
-		{"GET", "/user/links", user, h.myLinks},
-		{"GET", "/user/links/:code/analytics", user, h.linkAnalytics},
-		{"POST", "/user/links/:code/renew", user, h.renewLink},
-		{"POST", "/user/links/:code/request-permanent", user, h.requestPermanent},
-		{"DELETE", "/user/links/:code", user, h.deleteLink},
+		{"POST", "/links/shorten", anyone, write, h.shorten},
+		{"POST", "/reports", anyone, none, h.report},
 
-		{"GET", "/admin/overview", mod, h.overview},
-		{"GET", "/admin/users", mod, h.users},
-		{"POST", "/admin/users/:id/timeout", mod, h.timeout},
-		{"POST", "/admin/users/:id/ban", mod, h.ban},
-		{"POST", "/admin/users/:id/unban", mod, h.unban},
-		{"POST", "/admin/users/:id/role", super, h.setRole},
-		{"GET", "/admin/links", mod, h.adminLinks},
-		{"POST", "/admin/links/:code/disable", mod, h.disableLink},
-		{"POST", "/admin/links/:code/enable", mod, h.enableLink},
-		{"DELETE", "/admin/links/:code", mod, h.purgeLink},
-		{"GET", "/admin/reports", mod, h.reports},
-		{"POST", "/admin/reports/:id/resolve", mod, h.resolveReport},
-		{"GET", "/admin/permanent-requests", mod, h.permanentRequests},
-		{"POST", "/admin/permanent-requests/:id/resolve", mod, h.resolvePermanent},
-		{"GET", "/admin/login-records", super, h.loginRecords},
-		{"GET", "/admin/audit-log", super, h.auditLog},
+		{"GET", "/user/dashboard", user, read, h.dashboard},
+		{"GET", "/user/links", user, read, h.myLinks},
+		{"GET", "/user/links/:code/analytics", user, stats, h.linkAnalytics},
+		{"POST", "/user/links/:code/renew", user, write, h.renewLink},
+		{"POST", "/user/links/:code/request-permanent", user, write, h.requestPermanent},
+		{"DELETE", "/user/links/:code", user, write, h.deleteLink},
+
+		{"POST", "/user/tokens", user, none, h.createToken},
+		{"GET", "/user/tokens", user, none, h.tokens},
+		{"DELETE", "/user/tokens/:id", user, none, h.revokeToken},
+
+		{"GET", "/admin/overview", mod, none, h.overview},
+		{"GET", "/admin/users", mod, none, h.users},
+		{"POST", "/admin/users/:id/timeout", mod, none, h.timeout},
+		{"POST", "/admin/users/:id/ban", mod, none, h.ban},
+		{"POST", "/admin/users/:id/unban", mod, none, h.unban},
+		{"POST", "/admin/users/:id/role", super, none, h.setRole},
+		{"GET", "/admin/links", mod, none, h.adminLinks},
+		{"POST", "/admin/links/:code/disable", mod, none, h.disableLink},
+		{"POST", "/admin/links/:code/enable", mod, none, h.enableLink},
+		{"DELETE", "/admin/links/:code", mod, none, h.purgeLink},
+		{"GET", "/admin/reports", mod, none, h.reports},
+		{"POST", "/admin/reports/:id/resolve", mod, none, h.resolveReport},
+		{"GET", "/admin/permanent-requests", mod, none, h.permanentRequests},
+		{"POST", "/admin/permanent-requests/:id/resolve", mod, none, h.resolvePermanent},
+		{"GET", "/admin/login-records", super, none, h.loginRecords},
+		{"GET", "/admin/audit-log", super, none, h.auditLog},
 	}
 }
 
-// registerProtected mounts every protected route behind its session and role gate.
-func (h *handlers) registerProtected(api fiber.Router) {
-	for _, r := range h.protectedRoutes() {
+// registerGated mounts every gated route behind its gate.
+func (h *handlers) registerGated(api fiber.Router) {
+	for _, r := range h.gatedRoutes() {
 		handle := r.handle
 		if handle == nil {
 			handle = notBuilt
 		}
-		api.Add(r.method, r.path, h.Gate.Require(r.role, false), handle)
+		gate := h.Gate.Admit(session.Rule{MinRole: r.role, Scope: r.scope})
+		api.Add(r.method, r.path, gate, handle)
 		if r.method == fiber.MethodGet {
-			api.Add(fiber.MethodHead, r.path, h.Gate.Require(r.role, false), handle)
+			api.Add(fiber.MethodHead, r.path, gate, handle)
 		}
 	}
 }

@@ -28,7 +28,7 @@ type Probe func(ctx context.Context) error
 
 // Links is what the routes ask of the link service; *link.Client satisfies it.
 type Links interface {
-	Create(ctx context.Context, req link.CreateRequest) (link.Created, error)
+	Create(ctx context.Context, req link.CreateRequest) (link.CreateResult, error)
 	Info(ctx context.Context, code string) (link.Info, error)
 	Mine(ctx context.Context, query url.Values) (link.List, error)
 	Renew(ctx context.Context, code string, req link.RenewRequest) (link.Link, error)
@@ -54,6 +54,9 @@ type Auth interface {
 	Timeout(ctx context.Context, id string, req auth.TimeoutRequest) (auth.User, error)
 	Ban(ctx context.Context, id string, req auth.BanRequest) (auth.BanResponse, error)
 	Unban(ctx context.Context, id string) (auth.User, error)
+	CreateToken(ctx context.Context, req auth.TokenCreateRequest) (auth.TokenCreated, error)
+	Tokens(ctx context.Context) (auth.TokenList, error)
+	RevokeToken(ctx context.Context, id string) error
 }
 
 // Moderation is what the routes ask of the moderation service; *moderation.Client
@@ -104,11 +107,9 @@ func Register(app *fiber.App, d Deps) {
 	api := app.Group("/api", session.SameSite(d.BaseURL))
 	api.Get("/health", h.health)
 	api.Get("/openapi.yaml", serveOpenAPI)
-	api.Post("/links/shorten", d.Gate.Optional(), h.shorten)
 	api.Get("/links/:code/info", h.info)
-	api.Post("/reports", d.Gate.Optional(), h.report)
 	h.registerAuth(api)
-	h.registerProtected(api)
+	h.registerGated(api)
 
 	app.Get("/:code", d.Redirect.Serve) // Fiber answers HEAD through the GET route
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
+	"github.com/linkmesh/linkmesh/pkg/ratelimit"
 	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/session"
 )
@@ -27,5 +28,8 @@ func (h *handlers) shorten(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(created, fiber.MIMEApplicationJSONCharsetUTF8)
+	if created.Quota != nil {
+		ratelimit.Set(c, *created.Quota)
+	}
+	return c.Status(fiber.StatusCreated).JSON(created.Created, fiber.MIMEApplicationJSONCharsetUTF8)
 }

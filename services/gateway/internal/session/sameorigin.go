@@ -24,6 +24,11 @@ func SameSite(baseURL string) fiber.Handler {
 		if c.Cookies(CookieName) == "" && !strings.HasPrefix(c.Path(), "/api/auth/") {
 			return c.Next()
 		}
+		// A token request is decided by its token, which no other site can make a browser
+		// send; /api/auth/* refuses tokens anyway.
+		if _, bearer, _ := BearerToken(c); bearer && !strings.HasPrefix(c.Path(), "/api/auth/") {
+			return c.Next()
+		}
 		if c.Get("Sec-Fetch-Site") == "cross-site" {
 			return errs.Forbidden("cross-site request refused")
 		}

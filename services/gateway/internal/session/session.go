@@ -4,6 +4,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"net/netip"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/ratelimit"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
 )
 
@@ -33,9 +35,10 @@ const (
 // refused without asking the auth service.
 func PlausibleToken(token string) bool { return token != "" && len(token) <= maxToken }
 
-// Validator checks a session token; *auth.Client satisfies it.
+// Validator checks session tokens and API token secrets; *auth.Client satisfies it.
 type Validator interface {
 	Validate(ctx context.Context, token string) (auth.User, error)
+	ValidateToken(ctx context.Context, secret string) (auth.TokenAuth, error)
 }
 
 // Gate authenticates requests and builds their callers.
@@ -77,35 +80,111 @@ func (g *Gate) As(c *fiber.Ctx, caller identity.Caller) (context.Context, error)
 	return g.keys.WithCaller(c.UserContext(), caller)
 }
 
-// Require admits only requests with a valid session whose user has at least minRole.
-// Banned or suspended users get 403 unless allowRestricted (me and logout). On success the
-// user is in UserOf(c) and the request context carries the user's internal token.
+// Rule is who may pass a gate.
+type Rule struct {
+	// MinRole is the lowest role admitted; empty admits anonymous callers too (a request
+	// without credentials passes as anonymous; credentials that do not check out are still
+	// a 401, never a silent downgrade).
+	MinRole string
+	// AllowRestricted admits banned and suspended users (me and logout); others get 403.
+	AllowRestricted bool
+	// Scope is the API token scope that opens the route; empty refuses tokens (403).
+	Scope string
+}
+
+// Require admits only requests with a valid session whose user has at least minRole, and
+// no API token.
 func (g *Gate) Require(minRole string, allowRestricted bool) fiber.Handler {
+	return g.Admit(Rule{MinRole: minRole, AllowRestricted: allowRestricted})
+}
+
+// Optional admits anonymous requests and sessions, and no API token.
+func (g *Gate) Optional() fiber.Handler { return g.Admit(Rule{}) }
+
+// Admit is the one gate of every authenticated route: an API token (Authorization: Bearer)
+// decides if the request carries one, else the session cookie. On success the user is in
+// UserOf(c) and the request context carries the caller's internal token.
+func (g *Gate) Admit(r Rule) fiber.Handler {
 	return func(c *fiber.Ctx) error {
+		if secret, ok, err := BearerToken(c); err != nil {
+			return err
+		} else if ok {
+			return g.admitToken(c, secret, r)
+		}
 		token := c.Cookies(CookieName)
-		if token == "" {
+		if token != "" {
+			return g.admit(c, token, cmp.Or(r.MinRole, auth.RoleUser), r.AllowRestricted)
+		}
+		if r.MinRole != "" {
 			return errs.E(errs.KindUnauthenticated, "authentication required")
 		}
-		return g.admit(c, token, minRole, allowRestricted)
+		ctx, err := g.As(c, identity.Anonymous)
+		if err != nil {
+			return err
+		}
+		c.SetUserContext(ctx)
+		return c.Next()
 	}
 }
 
-// Optional authenticates the request if it carries a session cookie and lets it through as
-// anonymous if it carries none; a cookie that does not check out is a 401, not a silent
-// downgrade.
-func (g *Gate) Optional() fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		token := c.Cookies(CookieName)
-		if token == "" {
-			ctx, err := g.As(c, identity.Anonymous)
-			if err != nil {
-				return err
-			}
-			c.SetUserContext(ctx)
-			return c.Next()
-		}
-		return g.admit(c, token, auth.RoleUser, false)
+// BearerToken returns the API token secret of the request's Authorization field; ok is false
+// without the field. Any other scheme is a 401: a client that sends credentials must learn
+// that they were not used.
+func BearerToken(c *fiber.Ctx) (secret string, ok bool, err error) {
+	h := c.Get(fiber.HeaderAuthorization)
+	if h == "" {
+		return "", false, nil
 	}
+	scheme, value, found := strings.Cut(h, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(value) == "" {
+		return "", false, errs.E(errs.KindUnauthenticated, "Authorization must be Bearer and an API token")
+	}
+	return strings.TrimSpace(value), true, nil
+}
+
+// admitToken admits a request made with an API token secret: the token checks out (read
+// fresh, so a revocation counts at once), its window has room (its headers go on every
+// answer from here on), its owner is neither banned nor suspended, and it holds the route's
+// scope.
+func (g *Gate) admitToken(c *fiber.Ctx, secret string, r Rule) error {
+	if r.Scope == "" {
+		return errs.Forbidden("API tokens are not accepted on this route")
+	}
+	if !auth.PlausibleTokenSecret(secret) {
+		return errs.E(errs.KindUnauthenticated, "API token invalid, expired or revoked")
+	}
+	ctx, err := g.As(c, identity.Anonymous)
+	if err != nil {
+		return err
+	}
+	ta, err := g.auth.ValidateToken(ctx, strings.Clone(secret))
+	if err != nil {
+		return err
+	}
+	ratelimit.Set(c, ta.Rate)
+	if !ta.Allowed {
+		return errs.TooMany("API token rate limit exceeded", time.Duration(ta.RetryAfterSeconds)*time.Second)
+	}
+	user := ta.User
+	if !r.AllowRestricted {
+		if err := restricted(user); err != nil {
+			return err
+		}
+	}
+	if !ta.HasScope(r.Scope) {
+		return errs.Forbidden("token lacks scope %s", r.Scope)
+	}
+	if minRole := cmp.Or(r.MinRole, auth.RoleUser); auth.Rank(user.Role) < auth.Rank(minRole) {
+		return errs.Forbidden("%s role required", minRole)
+	}
+	ctx, err = g.As(c, identity.Caller{UserID: user.ID, Role: user.Role, Status: user.Status, QuotaLimit: user.QuotaLimit,
+		TokenID: ta.TokenID})
+	if err != nil {
+		return err
+	}
+	c.SetUserContext(ctx)
+	c.Locals(localsUser, user)
+	return c.Next()
 }
 
 func (g *Gate) admit(c *fiber.Ctx, token, minRole string, allowRestricted bool) error {

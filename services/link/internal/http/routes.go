@@ -98,14 +98,18 @@ func (h handlers) create(c *fiber.Ctx) error {
 	if err := server.DecodeJSON(c, &req); err != nil {
 		return err
 	}
-	l, err := h.svc.Create(c.UserContext(), identity.CallerOf(c), req)
+	l, window, err := h.svc.CreateReporting(c.UserContext(), identity.CallerOf(c), req)
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(link.Created{
+	out := link.CreateResult{Created: link.Created{
 		ShortCode: l.ShortCode, ShortURL: h.svc.ShortURL(l.ShortCode), DestinationURL: l.DestinationURL,
 		ExpiresAt: l.ExpiresAt, CreatedAt: l.CreatedAt,
-	}, fiber.MIMEApplicationJSONCharsetUTF8)
+	}}
+	if window.Name != "" {
+		out.Quota = &window
+	}
+	return c.Status(fiber.StatusCreated).JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
 func (h handlers) analytics(c *fiber.Ctx) error {

@@ -6,6 +6,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/ratelimit"
 )
 
 // Quota takes and gives back units of a creation window; *quota.Client satisfies it.
@@ -18,25 +19,29 @@ type Quota interface {
 // unit is a taken quota unit; the zero unit took nothing.
 type unit struct{ release *quota.ReleaseRequest }
 
+// CreatePolicy names the creation quota in RateLimit fields.
+const CreatePolicy = "create"
+
 // reserve takes one creation unit for caller: an anonymous caller's from the window of its
 // identity key (the gateway's HMAC of its address, carried in the internal token), a signed-in
-// caller's from the window of its account, up to the quota_limit the token carries.
-func (s *Service) reserve(ctx context.Context, caller identity.Caller) (unit, error) {
+// caller's from the window of its account, up to the quota_limit the token carries. It
+// reports the caller's creation window after it.
+func (s *Service) reserve(ctx context.Context, caller identity.Caller) (unit, ratelimit.Window, error) {
 	req, denied := quota.ReserveRequest{Scope: quota.ScopeUserCreate, Key: caller.UserID, Limit: &caller.QuotaLimit},
 		"monthly link quota exceeded"
 	if caller.IsAnonymous() {
 		if caller.IPHash == "" {
 			// Only a caller the gateway did not describe has no key; counting it under one
 			// shared empty key would let it exhaust everybody's quota, or nobody's.
-			return unit{}, errs.E(errs.KindInternal, "anonymous creation without an identity key")
+			return unit{}, ratelimit.Window{}, errs.E(errs.KindInternal, "anonymous creation without an identity key")
 		}
 		req, denied = quota.ReserveRequest{Scope: quota.ScopeAnonymousCreate, Key: caller.IPHash}, "anonymous link quota exceeded"
 	}
-	rel, err := quota.Take(ctx, s.quota, req, denied)
+	rel, w, err := quota.TakeReporting(ctx, s.quota, req, denied, CreatePolicy)
 	if err != nil {
-		return unit{}, err
+		return unit{}, ratelimit.Window{}, err
 	}
-	return unit{release: &rel}, nil
+	return unit{release: &rel}, w, nil
 }
 
 // release gives u back after a failed creation. The caller may have gone, and the unit

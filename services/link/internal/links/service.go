@@ -13,6 +13,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/pkg/ratelimit"
 	"github.com/linkmesh/linkmesh/pkg/server"
 )
 
@@ -70,41 +71,48 @@ func (s *Service) ShortURL(code string) string { return s.baseURL + "/" + code }
 // caller over its quota costs no DNS lookups; a creation that fails after that (a refused
 // destination, a failed insert) gives the unit back, so only successful creations count.
 func (s *Service) Create(ctx context.Context, caller identity.Caller, req link.CreateRequest) (Link, error) {
+	l, _, err := s.CreateReporting(ctx, caller, req)
+	return l, err
+}
+
+// CreateReporting is Create that also reports the caller's creation window after it (a
+// zero window when no unit was taken: a replay of an Idempotency-Key).
+func (s *Service) CreateReporting(ctx context.Context, caller identity.Caller, req link.CreateRequest) (Link, ratelimit.Window, error) {
 	ctx, cancel := context.WithTimeout(ctx, link.CreateBudget)
 	defer cancel()
 	l, err := s.newLink(caller, req)
 	if err != nil {
-		return Link{}, err
+		return Link{}, ratelimit.Window{}, err
 	}
 	if req.IdempotencyKey != "" {
 		if err := server.CheckIdempotencyKey(req.IdempotencyKey); err != nil {
-			return Link{}, err
+			return Link{}, ratelimit.Window{}, err
 		}
 		l.ID, l.Request = idempotentID(caller, req.IdempotencyKey), fingerprint(req)
 		if prev, found, err := s.replay(ctx, l.ID, l.Request); found || err != nil {
-			return prev, err // the first attempt's link, without another unit of quota
+			return prev, ratelimit.Window{}, err // the first attempt's link, without another unit of quota
 		}
 	}
-	unit, err := s.reserve(ctx, caller)
+	unit, window, err := s.reserve(ctx, caller)
 	if err != nil {
-		return Link{}, err
+		return Link{}, ratelimit.Window{}, err
 	}
 	if err := s.urls.Check(ctx, req.URL); err != nil {
 		s.release(ctx, unit)
-		return Link{}, errs.Invalid("%s", err.Error())
+		return Link{}, ratelimit.Window{}, errs.Invalid("%s", err.Error())
 	}
 	if l, err = s.insert(ctx, l, req.CustomCode); err != nil {
 		s.release(ctx, unit)
 		if errors.Is(err, errSameKey) {
 			// A concurrent attempt with the same key won: answer as a retry would.
 			prev, _, rerr := s.replay(ctx, idempotentID(caller, req.IdempotencyKey), fingerprint(req))
-			return prev, rerr
+			return prev, ratelimit.Window{}, rerr
 		}
-		return Link{}, err
+		return Link{}, ratelimit.Window{}, err
 	}
 	// Drop every cached "unknown code" answer for a code that now exists.
 	s.cache.Created(ctx, l.ShortCode)
-	return l, nil
+	return l, window, nil
 }
 
 // newLink checks the request's own fields for caller and returns the link to store, without

@@ -33,6 +33,9 @@ type Config struct {
 	LoginMaxFailuresPerEmail int `env:"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL" envDefault:"100"`
 	// LoginWindow is the sliding window of both.
 	LoginWindow time.Duration `env:"LINKMESH_LOGIN_WINDOW" envDefault:"15m"`
+
+	// TokenRate is how many requests one API token may make per minute (then 429).
+	TokenRate int `env:"LINKMESH_TOKEN_RATE" envDefault:"600"`
 }
 
 // Validate checks the quota service's own settings; the boot path checks the shared ones.
@@ -57,6 +60,9 @@ func (c *Config) Validate() error {
 	if c.LoginWindow < time.Minute {
 		return errors.New("LINKMESH_LOGIN_WINDOW must be at least 1m")
 	}
+	if c.TokenRate < 1 || c.TokenRate > 1_000_000 {
+		return errors.New("LINKMESH_TOKEN_RATE must be between 1 and 1000000")
+	}
 	return nil
 }
 
@@ -69,5 +75,6 @@ func (c *Config) LogValue() slog.Value {
 		slog.Int("login_max_failures", c.LoginMaxFailures),
 		slog.Int("login_max_failures_per_email", c.LoginMaxFailuresPerEmail),
 		slog.String("login_window", c.LoginWindow.String()),
+		slog.Int("token_rate", c.TokenRate),
 	)
 }

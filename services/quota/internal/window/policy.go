@@ -38,6 +38,8 @@ type Sizes struct {
 	LoginWindow           time.Duration
 	// UserWindow is the sliding window of registered users' creations.
 	UserWindow time.Duration
+	// TokenRate is how many requests one API token may make per quota.TokenWindow.
+	TokenRate int
 }
 
 // Scopes is the scope table: every scope the service counts, one row each.
@@ -53,6 +55,8 @@ func Scopes(s Sizes) map[string]Policy {
 		quota.ScopeUserCreate: {Window: s.UserWindow, PerCaller: true},
 		// Abuse reports, keyed by the reporter's identity key whether signed in or not.
 		quota.ScopeReport: {Limit: quota.ReportLimit, Window: quota.ReportWindow, Anonymous: true},
+		// Requests of an API token, keyed by the token's id.
+		quota.ScopeAPIToken: {Limit: s.TokenRate, Window: quota.TokenWindow},
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 
 func TestScopeTable(t *testing.T) {
 	table := Scopes(Sizes{AnonLimit: 10, AnonWindow: 24 * time.Hour, LoginFailures: 4, LoginFailuresPerEmail: 40,
-		LoginWindow: 15 * time.Minute, UserWindow: 720 * time.Hour})
+		LoginWindow: 15 * time.Minute, UserWindow: 720 * time.Hour, TokenRate: 600})
 	want := map[string]Policy{
 		quota.ScopeAnonymousCreate:  {Limit: 10, Window: 24 * time.Hour, Anonymous: true},
 		quota.ScopeLoginEmailClient: {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
@@ -21,6 +21,7 @@ func TestScopeTable(t *testing.T) {
 		quota.ScopeLoginIP:          {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
 		quota.ScopeUserCreate:       {Window: 720 * time.Hour, PerCaller: true},
 		quota.ScopeReport:           {Limit: 20, Window: time.Hour, Anonymous: true},
+		quota.ScopeAPIToken:         {Limit: 600, Window: time.Minute},
 	}
 	if len(table) != len(want) {
 		t.Fatalf("scope table has %d rows, want %d: %+v", len(table), len(want), table)

@@ -1,0 +1,35 @@
+package http
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/server"
+)
+
+func (h *handlers) createToken(c *fiber.Ctx) error {
+	var req auth.TokenCreateRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	out, err := h.Auth.CreateToken(c.UserContext(), req)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h *handlers) tokens(c *fiber.Ctx) error {
+	out, err := h.Auth.Tokens(c.UserContext())
+	if err != nil {
+		return err
+	}
+	return c.JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h *handlers) revokeToken(c *fiber.Ctx) error {
+	if err := h.Auth.RevokeToken(c.UserContext(), c.Params("id")); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "revoked"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}

@@ -118,6 +118,8 @@ func TestClickAnalytics(t *testing.T) {
 		t.Errorf("a referrer's path or query reached the answer: %s", r.body)
 	}
 
+	checkExport(t, owner.cookie, code, got)
+
 	list := as(t, owner.cookie, "GET", "/api/user/links", "").object(t)
 	if n := list["links"].([]any)[0].(map[string]any)["click_count"]; n != float64(50) {
 		t.Errorf("list click_count = %v, want 50", n)

@@ -23,6 +23,9 @@ var protectedRoutes = []protectedRoute{
 	{"POST", "/api/user/links/abc1234/renew", "{}", "user", 404}, // nobody's link: 404, no oracle
 	{"POST", "/api/user/links/abc1234/request-permanent", "{}", "user", 404},
 	{"DELETE", "/api/user/links/abc1234", "", "user", 404},
+	{"PATCH", "/api/user/links/abc1234", `{"destination_url":"https://93.184.216.34/m"}`, "user", 404},
+	{"GET", "/api/user/links/abc1234/analytics/export", "", "user", 404},
+	{"POST", "/api/links/bulk", `{"links":[{"url":"https://93.184.216.34/m"}]}`, "user", 200},
 	{"POST", "/api/user/tokens", `{"name":"matrix","scopes":["links:read"]}`, "user", 201},
 	{"GET", "/api/user/tokens", "", "user", 200},
 	{"DELETE", "/api/user/tokens/t1", "", "user", 404},

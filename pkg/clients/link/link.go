@@ -66,6 +66,40 @@ type Created struct {
 	CreatedAt      time.Time `json:"created_at"`
 }
 
+// MaxBulk is the most links one bulk creation may hold.
+const MaxBulk = 100
+
+// BulkItem is one link of a bulk creation: the fields of a shorten request.
+type BulkItem struct {
+	URL            string  `json:"url"`
+	ExpirationDays *int    `json:"expiration_days,omitempty"`
+	CustomCode     *string `json:"custom_code,omitempty"`
+}
+
+// BulkRequest is the body of POST /api/links/bulk (Links: 1–MaxBulk items).
+type BulkRequest struct {
+	Links *[]BulkItem `json:"links"`
+	// IdempotencyKey is the client's Idempotency-Key header, set by the gateway: it covers
+	// the whole request.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+}
+
+// BulkResult is the outcome of one item, in request order: 201 with the link, or the status
+// and message one shorten would have answered.
+type BulkResult struct {
+	Index  int    `json:"index"`
+	Status int    `json:"status"`
+	Link   *Link  `json:"link,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// BulkResponse is {"results": [...]}; Quota is the caller's creation window after the
+// request, for the gateway's RateLimit fields (never shown in the body).
+type BulkResponse struct {
+	Results []BulkResult      `json:"results"`
+	Quota   *ratelimit.Window `json:"quota,omitempty"`
+}
+
 // CreateResult is the link service's answer to a creation: the public Created fields, and
 // the caller's creation window after it, which the gateway turns into RateLimit fields.
 type CreateResult struct {
@@ -119,6 +153,8 @@ type Link struct {
 	CreatedAt      time.Time  `json:"created_at"`
 	ExpiresAt      time.Time  `json:"expires_at"`
 	DeletedAt      *time.Time `json:"deleted_at"`
+	// DestinationChangedAt is when the owner last edited the destination; absent until then.
+	DestinationChangedAt *time.Time `json:"destination_changed_at,omitempty"`
 }
 
 // LinkResponse wraps one link.
@@ -169,6 +205,11 @@ type RenewRequest struct {
 	ExpirationDays *int `json:"expiration_days,omitempty"`
 }
 
+// EditRequest is the body of PATCH /api/user/links/{code}; DestinationURL is required.
+type EditRequest struct {
+	DestinationURL *string `json:"destination_url"`
+}
+
 // Client calls the link service.
 type Client struct{ hc *httpclient.Client }
 
@@ -179,6 +220,14 @@ func New(hc *httpclient.Client) *Client { return &Client{hc: hc} }
 func (c *Client) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
 	var out CreateResult
 	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/links", Body: req}, &out)
+	return out, err
+}
+
+// Bulk creates up to MaxBulk links for the signed-in caller at once. It is not retried:
+// only an Idempotency-Key makes a retry safe.
+func (c *Client) Bulk(ctx context.Context, req BulkRequest) (BulkResponse, error) {
+	var out BulkResponse
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/links/bulk", Body: req}, &out)
 	return out, err
 }
 
@@ -237,6 +286,13 @@ func (c *Client) SetAutoRenew(ctx context.Context, code string, on bool) (Link, 
 func (c *Client) Renew(ctx context.Context, code string, req RenewRequest) (Link, error) {
 	var out LinkResponse
 	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/links/" + url.PathEscape(code) + "/renew", Body: req}, &out)
+	return out.Link, err
+}
+
+// Edit changes the destination of the caller's link code.
+func (c *Client) Edit(ctx context.Context, code string, req EditRequest) (Link, error) {
+	var out LinkResponse
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPatch, Path: "/internal/links/" + url.PathEscape(code), Body: req}, &out)
 	return out.Link, err
 }
 

@@ -53,16 +53,21 @@ type ReserveRequest struct {
 	// Limit is the caller's own limit, required by per-caller scopes (ScopeUserCreate) and
 	// refused by the others.
 	Limit *int `json:"limit,omitempty"`
+	// Count, when set (1–100), asks for that many units at once: as many are taken as the
+	// window has room for, named by the answer's IDs. Zero takes one, named by ID.
+	Count int `json:"count,omitempty"`
 }
 
 // Reservation is the answer to a reserve call.
 type Reservation struct {
 	Allowed bool `json:"allowed"`
 	// ID names the unit taken, for Release; empty when not allowed.
-	ID        string `json:"id,omitempty"`
-	Limit     int    `json:"limit"`
-	Used      int    `json:"used"`
-	Remaining int    `json:"remaining"`
+	ID string `json:"id,omitempty"`
+	// IDs name the units a reservation with Count took, each released on its own.
+	IDs       []string `json:"ids,omitempty"`
+	Limit     int      `json:"limit"`
+	Used      int      `json:"used"`
+	Remaining int      `json:"remaining"`
 	// RetryAfterSeconds is how long until a unit frees up; set when not allowed.
 	RetryAfterSeconds int       `json:"retry_after_seconds,omitempty"`
 	WindowSeconds     int       `json:"window_seconds"`

@@ -29,13 +29,16 @@ func (h *handlers) gatedRoutes() []route {
 	const read, write, stats, none = auth.ScopeLinksRead, auth.ScopeLinksWrite, auth.ScopeAnalyticsRead, ""
 	return []route{
 		{"POST", "/links/shorten", anyone, write, h.shorten},
+		{"POST", "/links/bulk", user, write, h.bulk},
 		{"POST", "/reports", anyone, none, h.report},
 
 		{"GET", "/user/dashboard", user, read, h.dashboard},
 		{"GET", "/user/links", user, read, h.myLinks},
 		{"GET", "/user/links/:code/analytics", user, stats, h.linkAnalytics},
+		{"GET", "/user/links/:code/analytics/export", user, stats, h.exportAnalytics},
 		{"POST", "/user/links/:code/renew", user, write, h.renewLink},
 		{"POST", "/user/links/:code/request-permanent", user, write, h.requestPermanent},
+		{"PATCH", "/user/links/:code", user, write, h.editLink},
 		{"DELETE", "/user/links/:code", user, write, h.deleteLink},
 
 		{"POST", "/user/tokens", user, none, h.createToken},
@@ -133,6 +136,18 @@ func (h *handlers) renewLink(c *fiber.Ctx) error {
 		return err
 	}
 	l, err := h.Links.Renew(c.UserContext(), c.Params("code"), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(link.LinkResponse{Link: l}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h *handlers) editLink(c *fiber.Ctx) error {
+	var req link.EditRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	l, err := h.Links.Edit(c.UserContext(), c.Params("code"), req)
 	if err != nil {
 		return err
 	}

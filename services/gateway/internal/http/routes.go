@@ -33,6 +33,8 @@ type Links interface {
 	Mine(ctx context.Context, query url.Values) (link.List, error)
 	Renew(ctx context.Context, code string, req link.RenewRequest) (link.Link, error)
 	Delete(ctx context.Context, code string) error
+	Edit(ctx context.Context, code string, req link.EditRequest) (link.Link, error)
+	Bulk(ctx context.Context, req link.BulkRequest) (link.BulkResponse, error)
 	Dashboard(ctx context.Context) (link.Dashboard, error)
 	Analytics(ctx context.Context, code string, query url.Values) (analytics.LinkAnalytics, error)
 	AdminList(ctx context.Context, query url.Values) (link.List, error)
@@ -108,6 +110,7 @@ func Register(app *fiber.App, d Deps) {
 	api.Get("/health", h.health)
 	api.Get("/openapi.yaml", serveOpenAPI)
 	api.Get("/links/:code/info", h.info)
+	api.Get("/links/:code/qr", h.qrCode)
 	h.registerAuth(api)
 	h.registerGated(api)
 

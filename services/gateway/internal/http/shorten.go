@@ -33,3 +33,21 @@ func (h *handlers) shorten(c *fiber.Ctx) error {
 	}
 	return c.Status(fiber.StatusCreated).JSON(created.Created, fiber.MIMEApplicationJSONCharsetUTF8)
 }
+
+// bulk creates up to 100 links for a signed-in caller; the link service checks and creates
+// each item as one shorten would, with one reservation and one insert for all of them.
+func (h *handlers) bulk(c *fiber.Ctx) error {
+	var req link.BulkRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	req.IdempotencyKey = c.Get("Idempotency-Key")
+	out, err := h.Links.Bulk(c.UserContext(), req)
+	if err != nil {
+		return err
+	}
+	if out.Quota != nil {
+		ratelimit.Set(c, *out.Quota)
+	}
+	return c.JSON(link.BulkResponse{Results: out.Results}, fiber.MIMEApplicationJSONCharsetUTF8)
+}

@@ -41,30 +41,39 @@ func requestTime(c *fiber.Ctx) time.Time { return c.Context().Time() }
 // answer is private and uncacheable, so each visit reaches us and is counted.
 func (h *Handler) Serve(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "private, no-store")
-	code := c.Params("code")
-	// Implausible codes are answered without a cache entry or a network call, so a scan of
-	// random paths cannot fill the cache with junk.
-	if !link.PlausibleCode(code) {
-		return errs.NotFound(link.MsgNotFound)
-	}
 	now := h.now(c)
-	e, err := h.cache.Lookup(c.UserContext(), code, now)
+	e, err := h.Live(c, c.Params("code"), now)
 	if err != nil {
 		return err
-	}
-	switch {
-	case !e.Found:
-		return errs.NotFound(link.MsgNotFound)
-	case e.Status == link.StatusDisabled:
-		return errs.Forbidden("short link has been disabled")
-	case e.Expired(now):
-		return errs.E(errs.KindGone, "short link has expired")
 	}
 	c.Set(fiber.HeaderLocation, e.DestinationURL)
 	if h.clicks != nil && c.Method() == fiber.MethodGet && e.ID != "" {
 		h.record(c, e, now)
 	}
 	return c.SendStatus(fiber.StatusFound)
+}
+
+// Live returns the entry of code when a visit at now would be redirected, and otherwise the
+// visit's answer: 404 unknown, 403 disabled, 410 expired.
+func (h *Handler) Live(c *fiber.Ctx, code string, now time.Time) (*Entry, error) {
+	// Implausible codes are answered without a cache entry or a network call, so a scan of
+	// random paths cannot fill the cache with junk.
+	if !link.PlausibleCode(code) {
+		return nil, errs.NotFound(link.MsgNotFound)
+	}
+	e, err := h.cache.Lookup(c.UserContext(), code, now)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !e.Found:
+		return nil, errs.NotFound(link.MsgNotFound)
+	case e.Status == link.StatusDisabled:
+		return nil, errs.Forbidden("short link has been disabled")
+	case e.Expired(now):
+		return nil, errs.E(errs.KindGone, "short link has expired")
+	}
+	return e, nil
 }
 
 // record hands the visit over. Its header strings alias the request's buffers, which the

@@ -17,6 +17,7 @@ func Register(app *fiber.App, keys *identity.Keys, svc *links.Service) {
 	h := handlers{svc: svc}
 	g := app.Group("/internal/links", identity.Require(keys))
 	g.Post("/", h.create)
+	g.Post("/bulk", h.bulk)
 	g.Get("/", h.mine)
 	g.Get("/dashboard", h.dashboard)
 	g.Get("/:code/resolve", h.resolve)
@@ -25,6 +26,7 @@ func Register(app *fiber.App, keys *identity.Keys, svc *links.Service) {
 	g.Get("/:code/owned", h.owned)
 	g.Get("/:code/analytics", h.analytics)
 	g.Put("/:code/auto-renew", h.autoRenew)
+	g.Patch("/:code", h.edit)
 	g.Delete("/:code", h.delete)
 	g.Post("/owners/:id/disable", h.disableOwner)
 
@@ -112,6 +114,18 @@ func (h handlers) create(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
+func (h handlers) bulk(c *fiber.Ctx) error {
+	var req link.BulkRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	out, err := h.svc.Bulk(c.UserContext(), identity.CallerOf(c), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
 func (h handlers) analytics(c *fiber.Ctx) error {
 	out, err := h.svc.Analytics(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("code")), c.Query("days"))
 	if err != nil {
@@ -151,6 +165,18 @@ func (h handlers) renew(c *fiber.Ctx) error {
 		return err
 	}
 	l, err := h.svc.Renew(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("code")), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(link.LinkResponse{Link: l}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) edit(c *fiber.Ctx) error {
+	var req link.EditRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	l, err := h.svc.Edit(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("code")), req)
 	if err != nil {
 		return err
 	}

@@ -19,8 +19,10 @@ type Link struct {
 	CreatedAt      time.Time
 	ExpiresAt      time.Time
 	DeletedAt      *time.Time
-	Status         string
-	AutoRenew      bool
+	// DestinationChangedAt is when the owner last changed the destination; nil until then.
+	DestinationChangedAt *time.Time
+	Status               string
+	AutoRenew            bool
 	// DisabledReason is what a moderator said when disabling the link; nil when none.
 	DisabledReason *string
 	// Purge marks a link being deleted for good: it answers 404 everywhere, and the steps
@@ -54,10 +56,13 @@ func (l Link) Resolved() link.Resolved {
 
 // Change names the fields of a stored link to set; nil fields stay as they are.
 type Change struct {
-	Status    *string
-	ExpiresAt *time.Time
-	AutoRenew *bool
-	DeletedAt *time.Time
+	// DestinationURL is set by an owner's edit, with DestinationChangedAt.
+	DestinationURL       *string
+	DestinationChangedAt *time.Time
+	Status               *string
+	ExpiresAt            *time.Time
+	AutoRenew            *bool
+	DeletedAt            *time.Time
 	// DisabledReason is set with a disable; ClearDisabledReason removes it (an enable).
 	DisabledReason      *string
 	ClearDisabledReason bool
@@ -65,6 +70,13 @@ type Change struct {
 
 // Apply makes the change to l.
 func (ch Change) Apply(l *Link) {
+	if ch.DestinationURL != nil {
+		l.DestinationURL = *ch.DestinationURL
+	}
+	if ch.DestinationChangedAt != nil {
+		at := ch.DestinationChangedAt.UTC()
+		l.DestinationChangedAt = &at
+	}
 	if ch.Status != nil {
 		l.Status = *ch.Status
 	}
@@ -140,6 +152,9 @@ var ErrCodeTaken = errors.New("short code taken")
 // Store persists links; implemented by internal/store.
 type Store interface {
 	Insert(ctx context.Context, l Link) error
+	// InsertEach stores ls in one round trip and returns each one's outcome (nil, or
+	// ErrCodeTaken for a taken code or id).
+	InsertEach(ctx context.Context, ls []Link) ([]error, error)
 	// FindByCode returns the link with code, soft-deleted ones included.
 	FindByCode(ctx context.Context, code string) (Link, error)
 	// FindByID returns the link with id, soft-deleted ones included; ErrNotFound if none.

@@ -2,6 +2,7 @@ package links
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
@@ -60,9 +61,44 @@ func (s *Service) Renew(ctx context.Context, caller identity.Caller, code string
 	if err := s.change(ctx, caller, code, Change{ExpiresAt: &l.ExpiresAt}); err != nil {
 		return link.Link{}, err
 	}
-	v := s.view(l)
-	v.OwnerID = ""
-	return v, nil
+	return s.ownerView(ctx, l)
+}
+
+// ownerView is the owner's view of l, with its clicks counted. The change is made by then:
+// a failure to count is logged and shows 0 rather than failing the answer.
+func (s *Service) ownerView(ctx context.Context, l Link) (link.Link, error) {
+	v := []link.Link{s.view(l)}
+	v[0].OwnerID = ""
+	if _, err := s.countClicks(ctx, l.OwnerID, v); err != nil {
+		s.log.WarnContext(ctx, "count the clicks of a changed link", "code", l.ShortCode, "err", err)
+	}
+	return v[0], nil
+}
+
+// Edit changes the destination of caller's live link code, checked as at creation, and
+// stamps destination_changed_at; every cache drops the code, so visitors go to the new
+// destination on every replica within a second. A disabled link stays as it is (403).
+func (s *Service) Edit(ctx context.Context, caller identity.Caller, code string, req link.EditRequest) (link.Link, error) {
+	if req.DestinationURL == nil {
+		return link.Link{}, errs.Invalid("destination_url is required")
+	}
+	l, err := s.owned(ctx, caller, code)
+	if err != nil {
+		return link.Link{}, err
+	}
+	if l.Status == link.StatusDisabled {
+		return link.Link{}, errs.Forbidden(link.MsgDisabled)
+	}
+	dest := *req.DestinationURL
+	if err := s.urls.Check(ctx, dest); err != nil {
+		return link.Link{}, errs.Invalid("destination_url%s", strings.TrimPrefix(err.Error(), "url"))
+	}
+	at := s.now().UTC().Truncate(time.Millisecond)
+	if err := s.change(ctx, caller, code, Change{DestinationURL: &dest, DestinationChangedAt: &at}); err != nil {
+		return link.Link{}, err
+	}
+	l.DestinationURL, l.DestinationChangedAt = dest, &at
+	return s.ownerView(ctx, l)
 }
 
 // Delete soft-deletes caller's link code: it answers 404 everywhere from then on, and a
@@ -135,5 +171,5 @@ func (s *Service) change(ctx context.Context, caller identity.Caller, code strin
 func (s *Service) view(l Link) link.Link {
 	return link.Link{ID: l.ID, ShortCode: l.ShortCode, ShortURL: s.ShortURL(l.ShortCode), DestinationURL: l.DestinationURL,
 		OwnerID: l.OwnerID, Status: l.Status, Expired: l.Expired(s.now()), AutoRenew: l.AutoRenew,
-		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt}
+		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt, DestinationChangedAt: l.DestinationChangedAt}
 }

@@ -22,13 +22,16 @@ type unit struct{ release *quota.ReleaseRequest }
 // CreatePolicy names the creation quota in RateLimit fields.
 const CreatePolicy = "create"
 
+// msgUserQuota refuses a creation over a registered caller's quota.
+const msgUserQuota = "monthly link quota exceeded"
+
 // reserve takes one creation unit for caller: an anonymous caller's from the window of its
 // identity key (the gateway's HMAC of its address, carried in the internal token), a signed-in
 // caller's from the window of its account, up to the quota_limit the token carries. It
 // reports the caller's creation window after it.
 func (s *Service) reserve(ctx context.Context, caller identity.Caller) (unit, ratelimit.Window, error) {
 	req, denied := quota.ReserveRequest{Scope: quota.ScopeUserCreate, Key: caller.UserID, Limit: &caller.QuotaLimit},
-		"monthly link quota exceeded"
+		msgUserQuota
 	if caller.IsAnonymous() {
 		if caller.IPHash == "" {
 			// Only a caller the gateway did not describe has no key; counting it under one

@@ -59,6 +59,9 @@ type Service struct {
 
 // NewService wires the rules.
 func NewService(o Options) *Service {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	return &Service{store: o.Store, cache: o.Cache, urls: o.URLs, quota: o.Quota, clicks: o.Clicks, mod: o.Moderation, keys: o.Keys, log: o.Logger,
 		baseURL: strings.TrimRight(o.BaseURL, "/"), now: time.Now, newCode: NewCode}
 }

@@ -39,6 +39,17 @@ func (s *fakeStore) Insert(_ context.Context, l Link) error {
 	return nil
 }
 
+func (s *fakeStore) InsertEach(ctx context.Context, ls []Link) ([]error, error) {
+	if s.failErr != nil {
+		return nil, s.failErr
+	}
+	out := make([]error, len(ls))
+	for i, l := range ls {
+		out[i] = s.Insert(ctx, l)
+	}
+	return out, nil
+}
+
 func (s *fakeStore) FindByCode(_ context.Context, code string) (Link, error) {
 	if s.failErr != nil {
 		return Link{}, s.failErr

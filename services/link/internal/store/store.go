@@ -26,10 +26,12 @@ type doc struct {
 	CreatedAt      time.Time  `bson:"created_at"`
 	ExpiresAt      time.Time  `bson:"expires_at"`
 	DeletedAt      *time.Time `bson:"deleted_at,omitempty"`
-	Status         string     `bson:"status"`
-	AutoRenew      int        `bson:"auto_renew"`
-	DisabledReason *string    `bson:"disabled_reason,omitempty"`
-	Purge          *purgeDoc  `bson:"purge,omitempty"`
+	// DestinationChangedAt is absent until the owner first edits the destination.
+	DestinationChangedAt *time.Time `bson:"destination_changed_at,omitempty"`
+	Status               string     `bson:"status"`
+	AutoRenew            int        `bson:"auto_renew"`
+	DisabledReason       *string    `bson:"disabled_reason,omitempty"`
+	Purge                *purgeDoc  `bson:"purge,omitempty"`
 	// Rev counts the writes of the link; every write is conditional on it (see apply).
 	Rev int64 `bson:"rev"`
 	// Request fingerprints the creation request of a link created with an Idempotency-Key.
@@ -125,6 +127,37 @@ func (s *Store) InsertMany(ctx context.Context, ls []links.Link) error {
 		return fmt.Errorf("insert links: %w", err)
 	}
 	return nil
+}
+
+// InsertEach stores ls in one unordered round trip and returns each one's outcome: nil when
+// stored, links.ErrCodeTaken for a duplicate key (a taken code, or an id a concurrent
+// attempt stored). err is for a failure of the whole call.
+func (s *Store) InsertEach(ctx context.Context, ls []links.Link) ([]error, error) {
+	docs := make([]any, len(ls))
+	for i, l := range ls {
+		l.Rev = 1
+		docs[i] = toDoc(l)
+	}
+	out := make([]error, len(ls))
+	_, err := s.links.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	var bwe mongo.BulkWriteException
+	switch {
+	case err == nil:
+		return out, nil
+	case !errors.As(err, &bwe) || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0:
+		return nil, fmt.Errorf("insert links: %w", err)
+	}
+	for _, we := range bwe.WriteErrors {
+		if we.Index < 0 || we.Index >= len(ls) {
+			return nil, fmt.Errorf("insert links: a write error names item %d of %d", we.Index, len(ls))
+		}
+		if mongo.IsDuplicateKeyError(we.WriteError) {
+			out[we.Index] = links.ErrCodeTaken
+		} else {
+			out[we.Index] = fmt.Errorf("insert link: %w", we.WriteError)
+		}
+	}
+	return out, nil
 }
 
 // FindByCode returns the link with code, soft-deleted included; links.ErrNotFound if none.
@@ -250,7 +283,7 @@ func live() bson.E { return bson.E{Key: "deleted_at", Value: bson.D{{Key: "$exis
 func toDoc(l links.Link) doc {
 	d := doc{ID: l.ID, ShortCode: l.ShortCode, DestinationURL: l.DestinationURL, OwnerID: l.OwnerID,
 		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt, Status: l.Status, AutoRenew: autoRenew(l.AutoRenew),
-		DisabledReason: l.DisabledReason, Rev: l.Rev, Request: l.Request}
+		DisabledReason: l.DisabledReason, Rev: l.Rev, Request: l.Request, DestinationChangedAt: l.DestinationChangedAt}
 	if m := l.Purge; m != nil {
 		d.Purge = &purgeDoc{By: m.By, Role: m.Role, IPHash: m.IPHash, UserAgent: m.UserAgent, At: m.At}
 	}
@@ -268,7 +301,8 @@ func autoRenew(on bool) int {
 func fromDoc(d doc) links.Link {
 	return links.Link{ID: d.ID, ShortCode: d.ShortCode, DestinationURL: d.DestinationURL, OwnerID: d.OwnerID,
 		CreatedAt: d.CreatedAt.UTC(), ExpiresAt: d.ExpiresAt.UTC(), DeletedAt: d.DeletedAt, Status: d.Status,
-		AutoRenew: d.AutoRenew != 0, DisabledReason: d.DisabledReason, Purge: fromPurgeDoc(d.Purge), Rev: d.Rev, Request: d.Request}
+		AutoRenew: d.AutoRenew != 0, DisabledReason: d.DisabledReason, Purge: fromPurgeDoc(d.Purge), Rev: d.Rev, Request: d.Request,
+		DestinationChangedAt: utc(d.DestinationChangedAt)}
 }
 
 func fromPurgeDoc(p *purgeDoc) *links.PurgeMark {
@@ -276,4 +310,13 @@ func fromPurgeDoc(p *purgeDoc) *links.PurgeMark {
 		return nil
 	}
 	return &links.PurgeMark{By: p.By, Role: p.Role, IPHash: p.IPHash, UserAgent: p.UserAgent, At: p.At.UTC()}
+}
+
+// utc is t in UTC, or nil.
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

@@ -18,6 +18,7 @@ import (
 // Limiter is what the handlers need from the window rules.
 type Limiter interface {
 	ReserveLimit(ctx context.Context, scope, key string, limit *int) (window.Decision, error)
+	ReserveMany(ctx context.Context, scope, key string, limit *int, count int) (window.Decision, error)
 	Usage(ctx context.Context, scope, key string, limit *int) (window.Decision, error)
 	Release(ctx context.Context, scope, key, id string) error
 }
@@ -44,7 +45,13 @@ func (h handlers) reserve(c *fiber.Ctx) error {
 	if err := server.DecodeJSON(c, &req); err != nil {
 		return err
 	}
-	d, err := h.limiter.ReserveLimit(c.UserContext(), req.Scope, req.Key, req.Limit)
+	var d window.Decision
+	var err error
+	if req.Count != 0 {
+		d, err = h.limiter.ReserveMany(c.UserContext(), req.Scope, req.Key, req.Limit, req.Count)
+	} else {
+		d, err = h.limiter.ReserveLimit(c.UserContext(), req.Scope, req.Key, req.Limit)
+	}
 	if err != nil {
 		return err
 	}
@@ -85,6 +92,7 @@ func reservation(d window.Decision) quota.Reservation {
 	return quota.Reservation{
 		Allowed:           d.Allowed,
 		ID:                d.ID,
+		IDs:               d.IDs,
 		Limit:             d.Limit,
 		Used:              d.Used,
 		Remaining:         d.Remaining(),

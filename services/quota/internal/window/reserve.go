@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/linkmesh/linkmesh/pkg/errs"
 )
 
 // scriptResult is what reserveScript answered.
@@ -50,6 +52,69 @@ func (l *Limiter) ReserveLimit(ctx context.Context, scope, key string, limit *in
 		return Decision{}, err
 	}
 	d.ID = id
+	return d, nil
+}
+
+// MaxUnitsPerReservation bounds ReserveMany: a bulk creation of at most 100 links.
+const MaxUnitsPerReservation = 100
+
+// ReserveMany takes up to count units of scope for key at once, as many as the window has
+// room for (all or some or none), in one step of the counter and one write of the ledger:
+// the reservation of a bulk action. The decision is allowed when it took any; its IDs name
+// them, each released on its own. Like ReserveLimit, nothing is handed out unless recorded.
+func (l *Limiter) ReserveMany(ctx context.Context, scope, key string, limit *int, count int) (Decision, error) {
+	p, err := l.policyWithLimit(scope, key, limit)
+	if err != nil {
+		return Decision{}, err
+	}
+	if count < 1 || count > MaxUnitsPerReservation {
+		return Decision{}, errs.Invalid("count must be between 1 and %d", MaxUnitsPerReservation)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+	defer cancel()
+	k := keysFor(scope, key)
+	var prefix string
+	var granted int
+	now, res, err := l.hydrated(ctx, "reserve quota", scope, key, p, func(now time.Time) (scriptResult, error) {
+		prefix = newUnitID(now)
+		nowMs, winMs := now.UnixMilli(), p.Window.Milliseconds()
+		raw, err := reserveManyScript.Run(ctx, l.rdb, []string{k.units, k.marker}, nowMs, nowMs-winMs, p.Limit, prefix, winMs, count).Slice()
+		if err != nil {
+			return scriptResult{}, fmt.Errorf("run counter script: %w", err)
+		}
+		if len(raw) != 4 {
+			return scriptResult{}, fmt.Errorf("counter script answered %d values", len(raw))
+		}
+		n, _ := raw[3].(int64)
+		granted = int(n)
+		return parseScriptResult(raw[:3])
+	})
+	if err != nil {
+		return Decision{}, err
+	}
+	d := decide(p, now, res)
+	if granted == 0 {
+		return d, nil
+	}
+	d.Allowed, d.RetryAfter = true, 0
+	ids := make([]string, granted)
+	for i := range ids {
+		ids[i] = prefix + "." + strconv.Itoa(i+1)
+	}
+	if err := l.ledger.Add(ctx, bucketOf(scope, key, p, now.UnixMilli()), granted); err != nil {
+		uctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		members := make([]any, len(ids))
+		for i, id := range ids {
+			members[i] = id
+		}
+		if rerr := removeManyScript.Run(uctx, l.rdb, []string{k.units}, members...).Err(); rerr != nil {
+			l.log.ErrorContext(ctx, "undo unrecorded units failed; redis counts more units than the ledger",
+				"scope", scope, "units", granted, "err", rerr)
+		}
+		return Decision{}, unavailable("record quota", err)
+	}
+	d.IDs = ids
 	return d, nil
 }
 
@@ -125,6 +190,11 @@ func (l *Limiter) runScript(ctx context.Context, script *redis.Script, k redisKe
 	if len(raw) != 3 {
 		return scriptResult{}, fmt.Errorf("counter script answered %d values", len(raw))
 	}
+	return parseScriptResult(raw)
+}
+
+// parseScriptResult reads the {status, used, oldest score} every counter script answers.
+func parseScriptResult(raw []any) (scriptResult, error) {
 	status, _ := raw[0].(int64)
 	used, _ := raw[1].(int64)
 	res := scriptResult{status: status, used: int(used)}

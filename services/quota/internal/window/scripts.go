@@ -86,3 +86,36 @@ redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 `)
+
+// reserveManyScript takes up to ARGV[6] units at once, as many as the window has room for,
+// named ARGV[4] .. "." .. i: status 1 when it took any, 0 when none, -1 when the counter
+// needs hydration first; the fourth value is how many it took.
+//
+// KEYS: units, marker. ARGV: now ms, cutoff ms, limit, member prefix, window ms, count.
+var reserveManyScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  return {-1, 0, '', 0}
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+local used = redis.call('ZCARD', KEYS[1])
+local n = math.min(tonumber(ARGV[3]) - used, tonumber(ARGV[6]))
+if n < 0 then
+  n = 0
+end
+for i = 1, n do
+  redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4] .. '.' .. i)
+end
+local status = 0
+if n > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+  status = 1
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return {status, used + n, oldest[2] or '', n}
+`)
+
+// removeManyScript gives back units a reservation of several took but could not record.
+//
+// KEYS: units. ARGV: the members.
+var removeManyScript = redis.NewScript(`return redis.call('ZREM', KEYS[1], unpack(ARGV))`)

@@ -54,7 +54,10 @@ type Ledger interface {
 type Decision struct {
 	Allowed bool
 	// ID names the unit taken, for Release; empty when not allowed.
-	ID     string
+	ID string
+	// IDs name the units a reservation of several took (ReserveMany), each for Release;
+	// their number is how many were granted.
+	IDs    []string
 	Limit  int
 	Used   int
 	Window time.Duration

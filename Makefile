@@ -27,7 +27,7 @@ deps: ## Install what local runs and tests need (redis-server, PostgreSQL 15 wit
 build: ## Build every service and the local tools into ./bin
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES); do $(GO) build -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; done
-	@cd tests && $(GO) build -o $(BIN)/devstack ./cmd/devstack && $(GO) build -o $(BIN)/benchredirect ./cmd/benchredirect && $(GO) build -o $(BIN)/benchowner ./cmd/benchowner && $(GO) build -o $(BIN)/benchcreate ./cmd/benchcreate && $(GO) build -o $(BIN)/benchadmin ./cmd/benchadmin && $(GO) build -o $(BIN)/soak ./cmd/soak
+	@cd tests && $(GO) build -o $(BIN)/devstack ./cmd/devstack && $(GO) build -o $(BIN)/benchredirect ./cmd/benchredirect && $(GO) build -o $(BIN)/benchowner ./cmd/benchowner && $(GO) build -o $(BIN)/benchcreate ./cmd/benchcreate && $(GO) build -o $(BIN)/benchintegrators ./cmd/benchintegrators && $(GO) build -o $(BIN)/benchadmin ./cmd/benchadmin && $(GO) build -o $(BIN)/soak ./cmd/soak
 
 run: deps build geoip ## Run the whole system on this machine (gateway on :8080, embedded datastores in ./.linkmesh)
 	@LINKMESH_GEOIP_DB=$${LINKMESH_GEOIP_DB:-$(DATA)/geoip/countries.mmdb} $(BIN)/devstack run -data $(DATA) -bin $(BIN)
@@ -51,9 +51,9 @@ test-unit: ## Run only the tests that need no datastore (integration tests skip)
 test-isolated: ## Check that every module builds and vets on its own (GOWORK=off)
 	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) vet ./...) || exit 1; done
 
-bench: deps build geoip ## Benchmark warm GET /{code} against a bare Fiber 302 (the handler chain, each click's steps, the whole system), then creation throughput (every figure reported; exit 1 on a miss)
+bench: deps build geoip ## Benchmark warm GET /{code} against a bare Fiber 302 (the handler chain, each click's steps, the whole system), then creation throughput, then the integrators' API (token vs session, bulk vs one, webhook lag) (every figure reported; exit 1 on a miss)
 	@LINKMESH_TEST_GEOIP_DB=$(DATA)/geoip/countries.mmdb $(BIN)/devstack exec -- sh -c 'cd services/gateway && $(GO) test -run NONE -bench "Redirect|Enrich|Recorder" -benchmem ./internal/http/ ./internal/clicks/'
-	@status=0; $(BIN)/benchredirect -bin $(BIN) || status=1; $(BIN)/benchcreate -bin $(BIN) || status=1; exit $$status
+	@status=0; $(BIN)/benchredirect -bin $(BIN) || status=1; $(BIN)/benchcreate -bin $(BIN) || status=1; $(BIN)/benchintegrators -bin $(BIN) || status=1; exit $$status
 
 bench-create: deps build ## Creations/s through the gateway (many callers, one signed-in caller) against the store's own rates (an insert, an upsert, a creation's four operations)
 	@$(BIN)/benchcreate -bin $(BIN)

@@ -52,3 +52,6 @@ func (p Page) Skip() int64 {
 
 // Limit is the page's size.
 func (p Page) Limit() int64 { return int64(p.PageSize) }
+
+// Params are the query parameters Parse reads, for a route that passes them on.
+func Params() []string { return []string{"page", "page_size"} }

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -11,12 +12,21 @@ import (
 )
 
 // DNS is a loopback DNS server, so lookups in tests never leave the machine: names in its
-// records resolve (TTL 60 s), names starting with "slow." never get an answer, any other
-// name is NXDOMAIN. It counts the queries it received.
+// records resolve (TTL 60 s; 0 for names starting with "rebind.", whose answer a test
+// changes with Set), names starting with "slow." never get an answer, any other name is
+// NXDOMAIN. It counts the queries it received.
 type DNS struct {
 	conn    net.PacketConn
-	records map[string][]netip.Addr // written before serving starts, read-only after
+	mu      sync.RWMutex
+	records map[string][]netip.Addr
 	queries atomic.Int64
+}
+
+// Set makes name answer addrs from now on.
+func (d *DNS) Set(name string, addrs ...netip.Addr) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.records[strings.TrimSuffix(strings.ToLower(name), ".")+"."] = addrs
 }
 
 // StartDNS starts a DNS server on a free loopback UDP port answering records (names with
@@ -82,7 +92,13 @@ func (d *DNS) answer(query []byte) ([]byte, bool) {
 	if strings.HasPrefix(name, "slow.") {
 		return nil, false
 	}
+	d.mu.RLock()
 	addrs, known := d.records[name]
+	d.mu.RUnlock()
+	ttl := uint32(60)
+	if strings.HasPrefix(name, "rebind.") {
+		ttl = 0
+	}
 	rh := dnsmessage.Header{ID: hdr.ID, Response: true, Authoritative: true, RCode: dnsmessage.RCodeSuccess}
 	if !known {
 		rh.RCode = dnsmessage.RCodeNameError
@@ -93,7 +109,7 @@ func (d *DNS) answer(query []byte) ([]byte, bool) {
 	_ = b.Question(q)
 	_ = b.StartAnswers()
 	for _, a := range addrs {
-		h := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 60}
+		h := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: ttl}
 		switch {
 		case a.Is4() && q.Type == dnsmessage.TypeA:
 			_ = b.AResource(h, dnsmessage.AResource{A: a.As4()})

@@ -59,6 +59,7 @@ func run(m *testing.M) int {
 		"public.test":   {netip.MustParseAddr("93.184.216.34")},
 		"intranet.test": {netip.MustParseAddr("10.1.2.3")},
 		"mixed.test":    {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("fd00::7")},
+		"rebind.test":   {netip.MustParseAddr("93.184.216.34")},
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -105,6 +106,9 @@ func run(m *testing.M) int {
 			"LINKMESH_LOGIN_MAX_FAILURES":       itoa(loginFailures),
 			"LINKMESH_GEOIP_DB":                 geoDB,
 			"LINKMESH_TOKEN_RATE":               itoa(tokenRate),
+			// The webhook receivers of the tests listen on 127.0.0.1; retries come quickly.
+			"LINKMESH_WEBHOOK_ALLOWED_CIDRS": "127.0.0.1/32",
+			"LINKMESH_WEBHOOK_RETRY_BASE":    "100ms",
 			// The ceiling of failed logins of one e-mail over all clients (login_limits_test.go).
 			"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL": itoa(loginFailuresPerEmail),
 		},

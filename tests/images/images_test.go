@@ -434,8 +434,11 @@ func TestImagesStart(t *testing.T) {
 				"LINKMESH_REDIS_URL":        redisURL,
 				"OTEL_TRACES_EXPORTER":      "none",
 			}
-			if svc == "gateway" {
+			switch svc {
+			case "gateway":
 				vars["LINKMESH_IDENTITY_SECRET"] = secret(t)
+			case "link":
+				vars["LINKMESH_WEBHOOK_KEY"] = secret(t)
 			}
 			var proc *started
 			if how == "podman" {

@@ -22,8 +22,8 @@ auth:
 link:
   calls: [quota, analytics, moderation]
   mongodb: true
-  secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
-  settings: [baseURL, dnsTimeout, dnsServer, dnsCacheTTL, dnsNegativeTTL]
+  secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI, LINKMESH_WEBHOOK_KEY]
+  settings: [baseURL, dnsTimeout, dnsServer, dnsCacheTTL, dnsNegativeTTL, webhookAllowedCIDRs, webhookRetryBase]
 analytics:
   calls: []
   mongodb: true
@@ -76,6 +76,8 @@ loginMaxFailures: LINKMESH_LOGIN_MAX_FAILURES
 loginMaxFailuresPerEmail: LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL
 loginWindow: LINKMESH_LOGIN_WINDOW
 tokenRate: LINKMESH_TOKEN_RATE
+webhookAllowedCIDRs: LINKMESH_WEBHOOK_ALLOWED_CIDRS
+webhookRetryBase: LINKMESH_WEBHOOK_RETRY_BASE
 {{- end }}
 
 {{- define "linkmesh.commonSettings" -}}
@@ -91,6 +93,7 @@ an object by service name, and the Secret holds one key per service, see linkmes
 LINKMESH_INTERNAL_KEY: {value: internalKeys, required: true, perService: true}
 LINKMESH_INTERNAL_CERTS: {value: internalCerts, required: true}
 LINKMESH_IDENTITY_SECRET: {value: identitySecret, required: true}
+LINKMESH_WEBHOOK_KEY: {value: webhookKey, required: true}
 LINKMESH_MONGODB_URI: {value: mongodbURI, required: true}
 LINKMESH_REDIS_URL: {value: redisURL, required: true}
 LINKMESH_BOOTSTRAP_ADMIN_EMAIL: {value: bootstrapAdminEmail, required: false}

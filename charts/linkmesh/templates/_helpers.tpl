@@ -93,6 +93,7 @@ or else generated: so it is made once, at install, and kept by every upgrade (th
 carries helm.sh/resource-policy: keep).
 
 - LINKMESH_IDENTITY_SECRET: 48 random characters.
+- LINKMESH_WEBHOOK_KEY: 48 random characters.
 - The internal key material, as a whole: each service's Ed25519 private key
   (LINKMESH_INTERNAL_KEY_<SERVICE>, genPrivateKey) and LINKMESH_INTERNAL_CERTS, the six
   certificates made with them (genSelfSignedCertWithKey, common name = the service). Keys and
@@ -116,6 +117,9 @@ carries helm.sh/resource-policy: keep).
 {{- end }}
 {{- if not $data.LINKMESH_IDENTITY_SECRET }}
 {{- $_ := set $data "LINKMESH_IDENTITY_SECRET" (index $existing "LINKMESH_IDENTITY_SECRET" | default "" | b64dec | default (randAlphaNum 48)) }}
+{{- end }}
+{{- if not $data.LINKMESH_WEBHOOK_KEY }}
+{{- $_ := set $data "LINKMESH_WEBHOOK_KEY" (index $existing "LINKMESH_WEBHOOK_KEY" | default "" | b64dec | default (randAlphaNum 48)) }}
 {{- end }}
 {{- /* Unless given in values (all of it: linkmesh.validate checks), kept or generated as a whole. */}}
 {{- if not $data.LINKMESH_INTERNAL_CERTS }}
@@ -190,6 +194,9 @@ Deployment.
 {{- if not $v.secrets.existingSecret }}
 {{- if and $v.secrets.identitySecret (lt (len $v.secrets.identitySecret) 32) }}
 {{- fail "secrets.identitySecret must be at least 32 characters" }}
+{{- end }}
+{{- if and $v.secrets.webhookKey (lt (len $v.secrets.webhookKey) 32) }}
+{{- fail "secrets.webhookKey must be at least 32 characters" }}
 {{- end }}
 {{- $names := include "linkmesh.serviceNames" . | fromYamlArray }}
 {{- $given := list }}

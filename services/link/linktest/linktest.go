@@ -25,6 +25,12 @@ import (
 // Change names the fields to set; nil fields stay as they are. It is the store's own type.
 type Change = links.Change
 
+// Event is an event a Change writes into the link's outbox, as the service's changes do.
+type Event = links.Event
+
+// NewEvent returns a fresh event of type typ at at.
+func NewEvent(typ string, at time.Time) Event { return links.NewEvent(typ, at) }
+
 // Set applies ch to the link with code in db (the link service's own database) and drops
 // every cached copy of it through rdb: the link service's Redis copy at once, every
 // gateway's copy by the invalidation broadcast.

@@ -12,12 +12,14 @@ import (
 
 func TestLoadSecretsPersists(t *testing.T) {
 	t.Setenv(stack.EnvIdentitySecret, "")
+	t.Setenv(stack.EnvWebhookKey, "")
 	dir := t.TempDir()
 	first, err := loadSecrets(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(first[stack.EnvIdentitySecret]) != 64 || len(first) != 1 {
+	if len(first[stack.EnvIdentitySecret]) != 64 || len(first[stack.EnvWebhookKey]) != 64 || len(first) != 2 ||
+		first[stack.EnvIdentitySecret] == first[stack.EnvWebhookKey] {
 		t.Fatalf("generated secrets: %v", first)
 	}
 	fi, err := os.Stat(filepath.Join(dir, "secrets.env"))
@@ -31,7 +33,7 @@ func TestLoadSecretsPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second[stack.EnvIdentitySecret] != first[stack.EnvIdentitySecret] {
+	if second[stack.EnvIdentitySecret] != first[stack.EnvIdentitySecret] || second[stack.EnvWebhookKey] != first[stack.EnvWebhookKey] {
 		t.Errorf("secrets changed across runs: %v then %v", first, second)
 	}
 

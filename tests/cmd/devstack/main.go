@@ -74,6 +74,7 @@ environment (run):
   LINKMESH_MONGODB_URI, LINKMESH_REDIS_URL   use these external datastores instead of starting them
   LINKMESH_GATEWAY_ADDR                      gateway listen address (default 127.0.0.1:8080)
   LINKMESH_IDENTITY_SECRET                   keys client identities (default: generated once into DIR/secrets.env);
+  LINKMESH_WEBHOOK_KEY                       seals the webhooks' signing secrets (default: generated once there too);
                                              the services' internal keys are generated afresh by every run
 `)
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
 
-// loadSecrets returns the identity secret: from the environment if set, else
-// from dataDir/secrets.env, else freshly generated and saved there (mode
-// 0600). Persisting it keeps the keys of quota records and audit entries, which
-// are derived from it, stable across restarts of `make run`. (The internal keys
-// need no keeping: the tokens they sign live a minute.)
+// loadSecrets returns the identity secret and the webhook key: each from the
+// environment if set, else from dataDir/secrets.env, else freshly generated and
+// saved there (mode 0600). Persisting them keeps the keys of quota records and
+// audit entries, which are derived from the first, and the stored webhook
+// secrets, sealed with the second, usable across restarts of `make run`. (The
+// internal keys need no keeping: the tokens they sign live a minute.)
 func loadSecrets(dataDir string) (map[string]string, error) {
 	path := filepath.Join(dataDir, "secrets.env")
 	saved, err := readEnvFile(path)
@@ -25,7 +26,7 @@ func loadSecrets(dataDir string) (map[string]string, error) {
 	}
 	out := make(map[string]string)
 	changed := false
-	for _, name := range []string{stack.EnvIdentitySecret} {
+	for _, name := range []string{stack.EnvIdentitySecret, stack.EnvWebhookKey} {
 		switch {
 		case os.Getenv(name) != "":
 			out[name] = os.Getenv(name)

@@ -17,6 +17,7 @@ const (
 	EnvInternalKey    = "LINKMESH_INTERNAL_KEY"
 	EnvInternalCerts  = "LINKMESH_INTERNAL_CERTS"
 	EnvIdentitySecret = "LINKMESH_IDENTITY_SECRET"
+	EnvWebhookKey     = "LINKMESH_WEBHOOK_KEY"
 	EnvClickSpool     = "LINKMESH_CLICK_SPOOL"
 )
 

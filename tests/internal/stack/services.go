@@ -139,6 +139,19 @@ func startServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 	if err != nil {
 		return nil, fmt.Errorf("start services: %w", err)
 	}
+	if opts.Env[EnvWebhookKey] == "" {
+		// The key of the webhooks' stored secrets: fresh, unless Env keeps one (make run
+		// keeps it with the data, or stored webhooks could no longer sign).
+		key, err := RandomSecret()
+		if err != nil {
+			return nil, fmt.Errorf("start services: %w", err)
+		}
+		env := map[string]string{EnvWebhookKey: key}
+		for k, v := range opts.Env {
+			env[k] = v
+		}
+		opts.Env = env
+	}
 
 	s := &Services{URLs: make(map[string]string), MetricsURLs: map[string]string{}, LogDir: opts.LogDir, logger: logger, procs: make(map[string]*process), started: map[string]startedAs{}}
 	for svc, addr := range addrs {

@@ -8,8 +8,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 )
 
@@ -53,14 +53,10 @@ func (s *Store) InsertToken(ctx context.Context, t accounts.APIToken) error {
 
 // TokensOf returns every stored token of userID, newest first.
 func (s *Store) TokensOf(ctx context.Context, userID string) ([]accounts.APIToken, error) {
-	cur, err := s.tokens.Find(ctx, bson.D{{Key: "user_id", Value: userID}},
-		options.Find().SetSort(bson.D{{Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}).SetLimit(4*accounts.MaxLiveTokens))
+	docs, err := mongodb.Find[tokenDoc](ctx, s.tokens, "api tokens", bson.D{{Key: "user_id", Value: userID}}, mongodb.NewestFirst(),
+		0, 4*accounts.MaxLiveTokens)
 	if err != nil {
-		return nil, fmt.Errorf("find api tokens: %w", err)
-	}
-	var docs []tokenDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, fmt.Errorf("read api tokens: %w", err)
+		return nil, err
 	}
 	out := make([]accounts.APIToken, 0, len(docs))
 	for _, d := range docs {

@@ -26,7 +26,7 @@ type route struct {
 // one table the gate, the OpenAPI document and the authorization tests read.
 func (h *handlers) gatedRoutes() []route {
 	const anyone, user, mod, super = "", auth.RoleUser, auth.RoleModerator, auth.RoleSuperAdmin
-	const read, write, stats, none = auth.ScopeLinksRead, auth.ScopeLinksWrite, auth.ScopeAnalyticsRead, ""
+	const read, write, stats, hooks, none = auth.ScopeLinksRead, auth.ScopeLinksWrite, auth.ScopeAnalyticsRead, auth.ScopeWebhooksWrite, ""
 	return []route{
 		{"POST", "/links/shorten", anyone, write, h.shorten},
 		{"POST", "/links/bulk", user, write, h.bulk},
@@ -40,6 +40,12 @@ func (h *handlers) gatedRoutes() []route {
 		{"POST", "/user/links/:code/request-permanent", user, write, h.requestPermanent},
 		{"PATCH", "/user/links/:code", user, write, h.editLink},
 		{"DELETE", "/user/links/:code", user, write, h.deleteLink},
+
+		{"POST", "/user/webhooks", user, hooks, h.createWebhook},
+		{"GET", "/user/webhooks", user, hooks, h.webhooks},
+		{"DELETE", "/user/webhooks/:id", user, hooks, h.deleteWebhook},
+		{"POST", "/user/webhooks/:id/test", user, hooks, h.testWebhook},
+		{"GET", "/user/webhooks/:id/deliveries", user, hooks, h.deliveries},
 
 		{"POST", "/user/tokens", user, none, h.createToken},
 		{"GET", "/user/tokens", user, none, h.tokens},

@@ -35,6 +35,11 @@ type Links interface {
 	Delete(ctx context.Context, code string) error
 	Edit(ctx context.Context, code string, req link.EditRequest) (link.Link, error)
 	Bulk(ctx context.Context, req link.BulkRequest) (link.BulkResponse, error)
+	CreateWebhook(ctx context.Context, req link.WebhookCreateRequest) (link.WebhookCreated, error)
+	Webhooks(ctx context.Context) (link.WebhookList, error)
+	DeleteWebhook(ctx context.Context, id string) error
+	TestWebhook(ctx context.Context, id string) error
+	Deliveries(ctx context.Context, id string, query url.Values) (link.DeliveryList, error)
 	Dashboard(ctx context.Context) (link.Dashboard, error)
 	Analytics(ctx context.Context, code string, query url.Values) (analytics.LinkAnalytics, error)
 	AdminList(ctx context.Context, query url.Values) (link.List, error)

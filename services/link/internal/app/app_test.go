@@ -29,6 +29,7 @@ func boot(t *testing.T) *service {
 	cfg := &config.Config{}
 	b := testenv.Boot(t, pkgservice.For(pkgconfig.Link, cfg, app.Wire), func() {
 		cfg.QuotaURL, cfg.BaseURL = qs.URL, "https://sho.rt"
+		cfg.WebhookKey = pkgconfig.Secret("test-webhook-key-of-at-least-32-characters")
 	})
 	return &service{Booted: b, quota: qs}
 }
@@ -147,6 +148,7 @@ func TestDatastoreOutageIs503(t *testing.T) {
 	b := testenv.Boot(t, pkgservice.For(pkgconfig.Link, cfg, app.Wire), func() {
 		cfg.QuotaURL = qs.URL
 		cfg.URI = pkgconfig.Secret("mongodb://" + proxy.Addr() + "/")
+		cfg.WebhookKey = pkgconfig.Secret("test-webhook-key-of-at-least-32-characters")
 	})
 	anon := b.Anonymous(t)
 	created(t, b.Do(t, anon, "POST", create, `{"url":"https://93.184.216.34/before"}`))

@@ -3,14 +3,17 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/ncruces/go-dns"
 
 	"github.com/linkmesh/linkmesh/pkg/config"
+	"github.com/linkmesh/linkmesh/services/link/internal/webhooks"
 )
 
 // Config is every setting the link service reads.
@@ -34,6 +37,15 @@ type Config struct {
 	// DNSNegativeTTL is how long a name that resolved to nothing (no such name, no answer
 	// within DNSTimeout) is not asked about again; 0 asks every time.
 	DNSNegativeTTL time.Duration `env:"LINKMESH_DNS_NEGATIVE_TTL" envDefault:"10s"`
+	// WebhookKey seals the webhooks' signing secrets at rest (AES-256-GCM under its
+	// SHA-256); changing it makes every stored secret unreadable.
+	WebhookKey config.Secret `env:"LINKMESH_WEBHOOK_KEY"`
+	// WebhookAllowedCIDRs are internal ranges webhooks may deliver to (the operator's own
+	// receivers), over plain HTTP too; empty allows none.
+	WebhookAllowedCIDRs string `env:"LINKMESH_WEBHOOK_ALLOWED_CIDRS"`
+	// WebhookRetryBase scales the retry schedule of deliveries (5 s: retries after 5 s, 5 min,
+	// 30 min, 2 h, 5 h, 10 h and 10 h).
+	WebhookRetryBase time.Duration `env:"LINKMESH_WEBHOOK_RETRY_BASE" envDefault:"5s"`
 }
 
 // dnsCacheEntries bounds the answers the resolver cache keeps.
@@ -50,6 +62,15 @@ func (c *Config) Validate() error {
 	if c.DNSNegativeTTL < 0 || c.DNSNegativeTTL > time.Minute {
 		return fmt.Errorf("LINKMESH_DNS_NEGATIVE_TTL must be between 0 and 1m, got %s", c.DNSNegativeTTL)
 	}
+	if len(c.WebhookKey.Reveal()) < 32 {
+		return errors.New("LINKMESH_WEBHOOK_KEY must be set to at least 32 characters")
+	}
+	if _, err := webhookCIDRs(c.WebhookAllowedCIDRs); err != nil {
+		return fmt.Errorf("LINKMESH_WEBHOOK_ALLOWED_CIDRS: %w", err)
+	}
+	if c.WebhookRetryBase < 10*time.Millisecond || c.WebhookRetryBase > time.Minute {
+		return fmt.Errorf("LINKMESH_WEBHOOK_RETRY_BASE must be between 10ms and 1m, got %s", c.WebhookRetryBase)
+	}
 	if c.DNSServer != "" {
 		if _, _, err := net.SplitHostPort(c.DNSServer); err != nil {
 			return fmt.Errorf("LINKMESH_DNS_SERVER must be host:port: %w", err)
@@ -61,7 +82,14 @@ func (c *Config) Validate() error {
 // LogValue lists the link service's own settings for the start-up line.
 func (c *Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("dns_timeout", c.DNSTimeout.String()), slog.String("dns_server", c.DNSServer),
-		slog.String("dns_cache_ttl", c.DNSCacheTTL.String()), slog.String("dns_negative_ttl", c.DNSNegativeTTL.String()))
+		slog.String("dns_cache_ttl", c.DNSCacheTTL.String()), slog.String("dns_negative_ttl", c.DNSNegativeTTL.String()),
+		slog.String("webhook_allowed_cidrs", c.WebhookAllowedCIDRs), slog.String("webhook_retry_base", c.WebhookRetryBase.String()))
+}
+
+// WebhookCIDRs are the ranges webhooks may deliver to although internal.
+func (c *Config) WebhookCIDRs() []netip.Prefix {
+	p, _ := webhookCIDRs(c.WebhookAllowedCIDRs) // checked by Validate
+	return p
 }
 
 // Resolver is the DNS resolver the SSRF guard uses: the system's, or one pinned to
@@ -87,3 +115,6 @@ func (c *Config) Resolver() *net.Resolver {
 	// says: it also covers lookups that got no answer at all.
 	return dns.NewCachingResolver(base, dns.MaxCacheEntries(dnsCacheEntries), dns.MaxCacheTTL(c.DNSCacheTTL), dns.NegativeCache(false))
 }
+
+// webhookCIDRs reads a comma-separated list of CIDRs or addresses.
+func webhookCIDRs(s string) ([]netip.Prefix, error) { return webhooks.ParseCIDRs(s) }

@@ -48,8 +48,32 @@ func TestValidateDNSCacheSettings(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	ok := Config{DNSTimeout: time.Second, DNSCacheTTL: 5 * time.Minute, DNSNegativeTTL: 10 * time.Second}
+	ok := Config{DNSTimeout: time.Second, DNSCacheTTL: 5 * time.Minute, DNSNegativeTTL: 10 * time.Second,
+		WebhookKey: "0123456789abcdef0123456789abcdef", WebhookRetryBase: 5 * time.Second}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("defaults refused: %v", err)
+	}
+}
+
+func TestValidateWebhookSettings(t *testing.T) {
+	base := Config{DNSTimeout: time.Second, WebhookKey: "0123456789abcdef0123456789abcdef", WebhookRetryBase: 5 * time.Second}
+	for name, change := range map[string]func(*Config){
+		"short key":       func(c *Config) { c.WebhookKey = "too-short" },
+		"no key":          func(c *Config) { c.WebhookKey = "" },
+		"bad cidr":        func(c *Config) { c.WebhookAllowedCIDRs = "10.0.0.0/33" },
+		"not an address":  func(c *Config) { c.WebhookAllowedCIDRs = "10.0.0.0/8, intranet" },
+		"tiny retry base": func(c *Config) { c.WebhookRetryBase = time.Millisecond },
+		"huge retry base": func(c *Config) { c.WebhookRetryBase = time.Hour },
+	} {
+		c := base
+		change(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	c := base
+	c.WebhookAllowedCIDRs = " 10.0.0.0/8, 127.0.0.1 ,fd00::/8"
+	if err := c.Validate(); err != nil || len(c.WebhookCIDRs()) != 3 || c.WebhookCIDRs()[1].Bits() != 32 {
+		t.Fatalf("%v %v", c.WebhookCIDRs(), err)
 	}
 }

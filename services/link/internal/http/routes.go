@@ -10,10 +10,12 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/services/link/internal/links"
+	"github.com/linkmesh/linkmesh/services/link/internal/webhooks"
 )
 
 // Register mounts the internal routes on app, all behind the internal token.
-func Register(app *fiber.App, keys *identity.Keys, svc *links.Service) {
+func Register(app *fiber.App, keys *identity.Keys, svc *links.Service, hooks *webhooks.Service) {
+	registerWebhooks(app, keys, hooks)
 	h := handlers{svc: svc}
 	g := app.Group("/internal/links", identity.Require(keys))
 	g.Post("/", h.create)

@@ -140,8 +140,9 @@ func (s *Service) switchStatus(ctx context.Context, code, from, to, action strin
 	if l.Status == to {
 		return s.view(l), nil
 	}
-	undo := Change{Status: &from, DisabledReason: l.DisabledReason, ClearDisabledReason: l.DisabledReason == nil}
-	do.Status = &to
+	undo := Change{Status: &from, DisabledReason: l.DisabledReason, ClearDisabledReason: l.DisabledReason == nil,
+		Event: s.event(statusEvent(from))}
+	do.Status, do.Event = &to, s.event(statusEvent(to))
 	written, changed, err := s.store.UpdateIf(ctx, code, from, do)
 	if err != nil {
 		return link.Link{}, storeError(err)
@@ -161,9 +162,11 @@ func (s *Service) switchStatus(ctx context.Context, code, from, to, action strin
 			err = errors.Join(err, uerr)
 		}
 		s.cache.Invalidate(ctx, code)
+		s.kickRelay()
 		return link.Link{}, err
 	}
 	s.cache.Invalidate(ctx, code)
+	s.kickRelay()
 	l.Status = to
 	v := []link.Link{s.view(l)}
 	// The action stands; an analytics outage only leaves its answer's click_count at 0.
@@ -171,6 +174,14 @@ func (s *Service) switchStatus(ctx context.Context, code, from, to, action strin
 		s.log.WarnContext(ctx, "count clicks of a changed link", "short_code", code, "err", err)
 	}
 	return v[0], nil
+}
+
+// statusEvent is the event of a switch to status.
+func statusEvent(status string) string {
+	if status == link.StatusDisabled {
+		return link.EventDisabled
+	}
+	return link.EventEnabled
 }
 
 // DisableOwner disables every live enabled link of ownerID (a ban's deactivate_links) and
@@ -188,10 +199,11 @@ func (s *Service) DisableOwner(ctx context.Context, caller identity.Caller, owne
 			return 0, err
 		}
 	}
-	codes, err := s.store.DisableOwner(ctx, ownerID, req.Reason)
+	codes, err := s.store.DisableOwner(ctx, ownerID, req.Reason, s.now())
 	for _, code := range codes { // those disabled before a failure too
 		s.cache.Invalidate(ctx, code)
 	}
+	s.kickRelay()
 	if err != nil {
 		return 0, storeError(err)
 	}
@@ -253,6 +265,10 @@ func (s *Service) finishPurge(ctx context.Context, l Link) error {
 		return err
 	}
 	if err := s.mod.DeleteReports(ctx, l.ID); err != nil {
+		return err
+	}
+	// The link.purged event (written with the mark) leaves with the document otherwise.
+	if err := s.relayLink(ctx, l.ID); err != nil {
 		return err
 	}
 	if err := s.store.DeleteByID(ctx, l.ID); err != nil {

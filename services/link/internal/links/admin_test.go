@@ -36,7 +36,7 @@ func (s *fakeStore) Undo(_ context.Context, id string, rev int64, ch Change) (bo
 	return false, s.failErr
 }
 
-func (s *fakeStore) DisableOwner(_ context.Context, ownerID string, reason *string) ([]string, error) {
+func (s *fakeStore) DisableOwner(_ context.Context, ownerID string, reason *string, _ time.Time) ([]string, error) {
 	var codes []string
 	for code, l := range s.links {
 		if l.OwnerID == ownerID && l.DeletedAt == nil && l.Status == link.StatusActive {

@@ -4,6 +4,8 @@ package links
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"time"
 
@@ -33,6 +35,39 @@ type Link struct {
 	// Request is the fingerprint of the creation request when it came with an
 	// Idempotency-Key (whose hash is then the link's ID); empty otherwise.
 	Request string
+	// Outbox holds the link's events not yet on the event stream: each is written with the
+	// change it tells of, in the same write, so a crash between the two loses nothing.
+	Outbox []Event
+	// ExpiredEventFor is the expires_at whose link.expired event was written; a renewal
+	// moves expires_at on, and the next expiry gets its own event.
+	ExpiredEventFor *time.Time
+}
+
+// Event is a change of a link its owner's webhooks hear of.
+type Event struct {
+	// ID is unique per event: the webhook-id of every delivery of it.
+	ID   string
+	Type string
+	At   time.Time
+}
+
+// NewEvent returns a fresh event of type typ at at.
+func NewEvent(typ string, at time.Time) Event {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return Event{ID: "evt_" + hex.EncodeToString(b[:]), Type: typ, At: at.UTC().Truncate(time.Millisecond)}
+}
+
+// ExpiryDue reports whether l's expiry still owes its owner a link.expired event, and when:
+// an owned, live link that does not renew itself, whose current expires_at has had none.
+func (l Link) ExpiryDue() (time.Time, bool) {
+	if l.OwnerID == "" || l.AutoRenew || l.DeletedAt != nil || l.Purge != nil {
+		return time.Time{}, false
+	}
+	if l.ExpiredEventFor != nil && l.ExpiredEventFor.Equal(l.ExpiresAt) {
+		return time.Time{}, false
+	}
+	return l.ExpiresAt, true
 }
 
 // PurgeMark is who asked for a permanent deletion, kept so that whoever finishes it (a
@@ -66,6 +101,8 @@ type Change struct {
 	// DisabledReason is set with a disable; ClearDisabledReason removes it (an enable).
 	DisabledReason      *string
 	ClearDisabledReason bool
+	// Event, when set, is written to the link's outbox with the change.
+	Event *Event
 }
 
 // Apply makes the change to l.
@@ -95,6 +132,9 @@ func (ch Change) Apply(l *Link) {
 	}
 	if ch.ClearDisabledReason {
 		l.DisabledReason = nil
+	}
+	if ch.Event != nil {
+		l.Outbox = append(l.Outbox, *ch.Event)
 	}
 }
 
@@ -174,10 +214,11 @@ type Store interface {
 	// Undo applies ch to the link with id only while it is still at revision rev: the
 	// undo of a write that nothing has changed since.
 	Undo(ctx context.Context, id string, rev int64, ch Change) (bool, error)
-	// DisableOwner disables every live enabled link of ownerID and returns their codes.
-	DisableOwner(ctx context.Context, ownerID string, reason *string) ([]string, error)
-	// MarkPurge marks the link with id for permanent deletion unless it is marked already;
-	// it returns the mark that holds.
+	// DisableOwner disables every live enabled link of ownerID, each with a link.disabled
+	// event at at, and returns their codes.
+	DisableOwner(ctx context.Context, ownerID string, reason *string, at time.Time) ([]string, error)
+	// MarkPurge marks the link with id for permanent deletion, with a link.purged event,
+	// unless it is marked already; it returns the mark that holds.
 	MarkPurge(ctx context.Context, id string, m PurgeMark) (PurgeMark, error)
 	// PurgesDue returns up to limit links marked for deletion before before.
 	PurgesDue(ctx context.Context, before time.Time, limit int64) ([]Link, error)
@@ -185,6 +226,14 @@ type Store interface {
 	DeleteByID(ctx context.Context, id string) error
 	// CountStates counts every stored link not being purged by state as of now.
 	CountStates(ctx context.Context, now time.Time) (link.LinkCounts, error)
+	// OutboxDue returns up to limit links holding events written before before.
+	OutboxDue(ctx context.Context, before time.Time, limit int64) ([]Link, error)
+	// ClearOutbox removes the events ids, now on the stream, from the link with id.
+	ClearOutbox(ctx context.Context, id string, ids []string) error
+	// ExpiriesDue returns up to limit links whose expiry at or before now owes an event.
+	ExpiriesDue(ctx context.Context, now time.Time, limit int64) ([]Link, error)
+	// MarkExpired writes the link.expired event of the link with id if still owed at now.
+	MarkExpired(ctx context.Context, id string, now time.Time) (bool, error)
 }
 
 // Cache keeps resolved links (and the absence of a link) for at most link.CacheTTL, and tells

@@ -58,7 +58,7 @@ func (s *Service) Renew(ctx context.Context, caller identity.Caller, code string
 		return link.Link{}, errs.Forbidden(link.MsgDisabled)
 	}
 	l.ExpiresAt = s.now().UTC().Truncate(time.Millisecond).AddDate(0, 0, days)
-	if err := s.change(ctx, caller, code, Change{ExpiresAt: &l.ExpiresAt}); err != nil {
+	if err := s.change(ctx, caller, code, Change{ExpiresAt: &l.ExpiresAt, Event: s.event(link.EventRenewed)}); err != nil {
 		return link.Link{}, err
 	}
 	return s.ownerView(ctx, l)
@@ -94,7 +94,7 @@ func (s *Service) Edit(ctx context.Context, caller identity.Caller, code string,
 		return link.Link{}, errs.Invalid("destination_url%s", strings.TrimPrefix(err.Error(), "url"))
 	}
 	at := s.now().UTC().Truncate(time.Millisecond)
-	if err := s.change(ctx, caller, code, Change{DestinationURL: &dest, DestinationChangedAt: &at}); err != nil {
+	if err := s.change(ctx, caller, code, Change{DestinationURL: &dest, DestinationChangedAt: &at, Event: s.event(link.EventUpdated)}); err != nil {
 		return link.Link{}, err
 	}
 	l.DestinationURL, l.DestinationChangedAt = dest, &at
@@ -108,7 +108,7 @@ func (s *Service) Delete(ctx context.Context, caller identity.Caller, code strin
 		return err
 	}
 	at := s.now().UTC().Truncate(time.Millisecond)
-	return s.change(ctx, caller, code, Change{DeletedAt: &at})
+	return s.change(ctx, caller, code, Change{DeletedAt: &at, Event: s.event(link.EventDeleted)})
 }
 
 // Owned is caller's live link code in the owner's view.
@@ -164,7 +164,14 @@ func (s *Service) change(ctx context.Context, caller identity.Caller, code strin
 		return errs.NotFound(link.MsgNotFound)
 	}
 	s.cache.Invalidate(ctx, code)
+	s.kickRelay()
 	return nil
+}
+
+// event is a fresh event of type typ, now.
+func (s *Service) event(typ string) *Event {
+	e := NewEvent(typ, s.now())
+	return &e
 }
 
 // view is the owner and admin view of l.

@@ -40,6 +40,8 @@ type Options struct {
 	// BaseURL is the public base of short links.
 	BaseURL string
 	Logger  *slog.Logger
+	// Events receives the links' events from their outboxes (RunRelay); nil keeps them.
+	Events EventSink
 }
 
 // Service applies the link rules over a store and a cache.
@@ -55,6 +57,8 @@ type Service struct {
 	baseURL string
 	now     func() time.Time
 	newCode func() (string, error)
+	events  EventSink
+	kick    chan struct{}
 }
 
 // NewService wires the rules.
@@ -63,7 +67,7 @@ func NewService(o Options) *Service {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Service{store: o.Store, cache: o.Cache, urls: o.URLs, quota: o.Quota, clicks: o.Clicks, mod: o.Moderation, keys: o.Keys, log: o.Logger,
-		baseURL: strings.TrimRight(o.BaseURL, "/"), now: time.Now, newCode: NewCode}
+		baseURL: strings.TrimRight(o.BaseURL, "/"), now: time.Now, newCode: NewCode, events: o.Events, kick: make(chan struct{}, 1)}
 }
 
 // ShortURL is the public address of code.
@@ -115,6 +119,7 @@ func (s *Service) CreateReporting(ctx context.Context, caller identity.Caller, r
 	}
 	// Drop every cached "unknown code" answer for a code that now exists.
 	s.cache.Created(ctx, l.ShortCode)
+	s.kickRelay()
 	return l, window, nil
 }
 
@@ -134,10 +139,14 @@ func (s *Service) newLink(caller identity.Caller, req link.CreateRequest) (Link,
 		}
 	}
 	now := s.now().UTC().Truncate(time.Millisecond) // MongoDB keeps milliseconds
-	return Link{
+	l := Link{
 		ID: bson.NewObjectID().Hex(), DestinationURL: req.URL, OwnerID: caller.UserID,
 		CreatedAt: now, ExpiresAt: now.AddDate(0, 0, days), Status: link.StatusActive,
-	}, nil
+	}
+	if l.OwnerID != "" {
+		l.Outbox = []Event{NewEvent(link.EventCreated, now)}
+	}
+	return l, nil
 }
 
 // errSameKey is insert's answer when a concurrent attempt with the same Idempotency-Key

@@ -375,3 +375,11 @@ func TestResolveAndInfo(t *testing.T) {
 		t.Fatalf("store failure: got %v, want the store's error", err)
 	}
 }
+
+func (s *fakeStore) OutboxDue(context.Context, time.Time, int64) ([]Link, error) { return nil, nil }
+
+func (s *fakeStore) ClearOutbox(context.Context, string, []string) error { return nil }
+
+func (s *fakeStore) ExpiriesDue(context.Context, time.Time, int64) ([]Link, error) { return nil, nil }
+
+func (s *fakeStore) MarkExpired(context.Context, string, time.Time) (bool, error) { return false, nil }

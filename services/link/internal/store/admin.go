@@ -31,7 +31,7 @@ func (s *Store) Undo(ctx context.Context, id string, rev int64, ch links.Change)
 
 // DisableOwner disables every live enabled link of ownerID, one conditional write each,
 // and returns their codes so that every cache can be told.
-func (s *Store) DisableOwner(ctx context.Context, ownerID string, reason *string) ([]string, error) {
+func (s *Store) DisableOwner(ctx context.Context, ownerID string, reason *string, at time.Time) ([]string, error) {
 	filter := bson.D{{Key: "owner_id", Value: ownerID}, live(), {Key: "status", Value: link.StatusActive}}
 	ids, err := s.ids(ctx, filter)
 	if err != nil {
@@ -41,6 +41,7 @@ func (s *Store) DisableOwner(ctx context.Context, ownerID string, reason *string
 	for _, id := range ids {
 		l, ok, err := s.apply(ctx, append(bson.D{{Key: "_id", Value: id}}, filter...), func(l *links.Link) {
 			l.Status, l.DisabledReason = link.StatusDisabled, reason
+			l.Outbox = append(l.Outbox, links.NewEvent(link.EventDisabled, at))
 		})
 		if err != nil {
 			return codes, fmt.Errorf("disable owner's link: %w", err)
@@ -63,6 +64,7 @@ func (s *Store) MarkPurge(ctx context.Context, id string, m links.PurgeMark) (li
 		if l.DeletedAt == nil {
 			l.DeletedAt = &mark.At
 		}
+		l.Outbox = append(l.Outbox, links.NewEvent(link.EventPurged, mark.At))
 	})
 	if err != nil {
 		return links.PurgeMark{}, fmt.Errorf("mark link for deletion: %w", err)

@@ -57,12 +57,12 @@ func TestAdminQueries(t *testing.T) {
 		t.Fatalf("counts %+v, %v", counts, err)
 	}
 
-	off, err := s.DisableOwner(ctx, "u1", nil)
+	off, err := s.DisableOwner(ctx, "u1", nil, time.Now())
 	slices.Sort(off)
 	if err != nil || fmt.Sprint(off) != "[adm0001 adm0002]" {
 		t.Fatalf("disabled %v, %v", off, err)
 	}
-	if again, _ := s.DisableOwner(ctx, "u1", nil); len(again) != 0 {
+	if again, _ := s.DisableOwner(ctx, "u1", nil, time.Now()); len(again) != 0 {
 		t.Fatalf("disabled again: %v", again)
 	}
 

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/services/link/internal/links"
 )
@@ -36,6 +37,23 @@ type doc struct {
 	Rev int64 `bson:"rev"`
 	// Request fingerprints the creation request of a link created with an Idempotency-Key.
 	Request string `bson:"request,omitempty"`
+	// Outbox holds the events not yet on the event stream, written with their change;
+	// OutboxAt is the oldest one's time, absent when there is none (a sparse index finds
+	// the links with events to send).
+	Outbox   []eventDoc `bson:"outbox,omitempty"`
+	OutboxAt *time.Time `bson:"outbox_at,omitempty"`
+	// ExpiredEventFor is the expires_at whose link.expired event was written; ExpiryDue
+	// is when the next one is due, absent when none is (derived on every write, for a
+	// sparse index).
+	ExpiredEventFor *time.Time `bson:"expired_event_for,omitempty"`
+	ExpiryDue       *time.Time `bson:"expiry_due,omitempty"`
+}
+
+// eventDoc is an event in a link's outbox.
+type eventDoc struct {
+	ID   string    `bson:"id"`
+	Type string    `bson:"type"`
+	At   time.Time `bson:"at"`
 }
 
 // purgeDoc marks a link being deleted for good, with who asked.
@@ -84,6 +102,13 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
 			Keys: bson.D{{Key: "purge.at", Value: 1}}, Options: options.Index().SetName("purge_at").SetSparse(true),
 		}},
+		// The links with events to send, and those whose expiry owes an event.
+		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
+			Keys: bson.D{{Key: "outbox_at", Value: 1}}, Options: options.Index().SetName("outbox_at").SetSparse(true),
+		}},
+		mongodb.Index{Collection: collection, Model: mongo.IndexModel{
+			Keys: bson.D{{Key: "expiry_due", Value: 1}}, Options: options.Index().SetName("expiry_due").SetSparse(true),
+		}},
 	)
 	if err != nil {
 		return nil, err
@@ -100,6 +125,23 @@ var migrations = []mongodb.Step{
 		return err
 	}},
 	{Version: 2, Name: "no derived copies of links", Run: mongodb.DropCollections("link_changes", "link_counts", "link_packs")},
+	{Version: 3, Name: "expiries owe events from now on", Run: func(ctx context.Context, db *mongo.Database) error {
+		// A link that expired before events existed owes none (expired_event_for is its
+		// expires_at); one that expires later owes one (expiry_due). Each update skips the
+		// links it did, so a retry does only what is left.
+		coll, now := db.Collection(collection), time.Now().UTC()
+		owned := bson.D{{Key: "owner_id", Value: bson.D{{Key: "$exists", Value: true}, {Key: "$ne", Value: ""}}},
+			{Key: "auto_renew", Value: 0}, live(), {Key: "purge", Value: bson.D{{Key: "$exists", Value: false}}},
+			{Key: "expired_event_for", Value: bson.D{{Key: "$exists", Value: false}}}}
+		past := append(bson.D{{Key: "expires_at", Value: bson.D{{Key: "$lte", Value: now}}}}, owned...)
+		if _, err := coll.UpdateMany(ctx, past, bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "expired_event_for", Value: "$expires_at"}}}}}); err != nil {
+			return err
+		}
+		future := append(bson.D{{Key: "expires_at", Value: bson.D{{Key: "$gt", Value: now}}},
+			{Key: "expiry_due", Value: bson.D{{Key: "$exists", Value: false}}}}, owned...)
+		_, err := coll.UpdateMany(ctx, future, bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "expiry_due", Value: "$expires_at"}}}}})
+		return err
+	}},
 }
 
 // Insert stores l; links.ErrCodeTaken when its code exists.
@@ -287,6 +329,17 @@ func toDoc(l links.Link) doc {
 	if m := l.Purge; m != nil {
 		d.Purge = &purgeDoc{By: m.By, Role: m.Role, IPHash: m.IPHash, UserAgent: m.UserAgent, At: m.At}
 	}
+	for _, e := range l.Outbox {
+		d.Outbox = append(d.Outbox, eventDoc(e))
+		if d.OutboxAt == nil || e.At.Before(*d.OutboxAt) {
+			at := e.At
+			d.OutboxAt = &at
+		}
+	}
+	d.ExpiredEventFor = l.ExpiredEventFor
+	if due, ok := l.ExpiryDue(); ok {
+		d.ExpiryDue = &due
+	}
 	return d
 }
 
@@ -302,7 +355,7 @@ func fromDoc(d doc) links.Link {
 	return links.Link{ID: d.ID, ShortCode: d.ShortCode, DestinationURL: d.DestinationURL, OwnerID: d.OwnerID,
 		CreatedAt: d.CreatedAt.UTC(), ExpiresAt: d.ExpiresAt.UTC(), DeletedAt: d.DeletedAt, Status: d.Status,
 		AutoRenew: d.AutoRenew != 0, DisabledReason: d.DisabledReason, Purge: fromPurgeDoc(d.Purge), Rev: d.Rev, Request: d.Request,
-		DestinationChangedAt: utc(d.DestinationChangedAt)}
+		DestinationChangedAt: utc(d.DestinationChangedAt), ExpiredEventFor: utc(d.ExpiredEventFor), Outbox: fromEventDocs(d.Outbox)}
 }
 
 func fromPurgeDoc(p *purgeDoc) *links.PurgeMark {
@@ -319,4 +372,59 @@ func utc(t *time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
+}
+
+func fromEventDocs(ds []eventDoc) []links.Event {
+	var out []links.Event
+	for _, e := range ds {
+		out = append(out, links.Event{ID: e.ID, Type: e.Type, At: e.At.UTC()})
+	}
+	return out
+}
+
+// OutboxDue returns up to limit links holding events written before before, oldest first.
+func (s *Store) OutboxDue(ctx context.Context, before time.Time, limit int64) ([]links.Link, error) {
+	return s.find(ctx, bson.D{{Key: "outbox_at", Value: bson.D{{Key: "$lte", Value: before}}}}, bson.D{{Key: "outbox_at", Value: 1}}, limit)
+}
+
+// ClearOutbox removes the events ids from the outbox of the link with id, once they are on
+// the event stream. It does not count as a write of the link (its revision stays), so it
+// never makes a conditional write of a concurrent change fail; such a write, read before
+// this, may put the events back, and they are sent again: deliveries are keyed by event.
+func (s *Store) ClearOutbox(ctx context.Context, id string, ids []string) error {
+	if _, err := s.links.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+		bson.D{{Key: "$pull", Value: bson.D{{Key: "outbox", Value: bson.D{{Key: "id", Value: bson.D{{Key: "$in", Value: ids}}}}}}}}); err != nil {
+		return fmt.Errorf("clear link outbox: %w", err)
+	}
+	if _, err := s.links.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "outbox", Value: bson.A{}}},
+		bson.D{{Key: "$unset", Value: bson.D{{Key: "outbox", Value: ""}, {Key: "outbox_at", Value: ""}}}}); err != nil {
+		return fmt.Errorf("clear link outbox: %w", err)
+	}
+	return nil
+}
+
+// ExpiriesDue returns up to limit links whose expiry at or before now owes an event.
+func (s *Store) ExpiriesDue(ctx context.Context, now time.Time, limit int64) ([]links.Link, error) {
+	return s.find(ctx, bson.D{{Key: "expiry_due", Value: bson.D{{Key: "$lte", Value: now}}}}, bson.D{{Key: "expiry_due", Value: 1}}, limit)
+}
+
+// MarkExpired writes the link.expired event of the link with id, if its expiry at or before
+// now still owes one; false when it does not (renewed, deleted, or done meanwhile).
+func (s *Store) MarkExpired(ctx context.Context, id string, now time.Time) (bool, error) {
+	_, ok, err := s.apply(ctx, bson.D{{Key: "_id", Value: id}, {Key: "expiry_due", Value: bson.D{{Key: "$lte", Value: now}}}},
+		func(l *links.Link) {
+			at := l.ExpiresAt
+			l.ExpiredEventFor = &at
+			l.Outbox = append(l.Outbox, links.NewEvent(link.EventExpired, now))
+		})
+	return ok, err
+}
+
+// find returns up to limit links filter matches, in sort order.
+func (s *Store) find(ctx context.Context, filter, sort bson.D, limit int64) ([]links.Link, error) {
+	docs, err := mongodb.Find[doc](ctx, s.links, "links", filter, sort, 0, limit)
+	if err != nil {
+		return nil, err
+	}
+	return fromDocs(docs), nil
 }

@@ -78,3 +78,7 @@ func inAny(prefixes []netip.Prefix, a netip.Addr) bool {
 	}
 	return false
 }
+
+// Blocked reports whether a is a private, internal or otherwise non-public address: what
+// a destination may not point to, and what a webhook delivery may not connect to.
+func Blocked(a netip.Addr) bool { return blocked(a) }

@@ -56,9 +56,10 @@ func (s *Service) RunRelay(ctx context.Context) {
 	}
 }
 
-// RelayOutbox sends the events written before before to the stream, link by link, and
-// takes each off its outbox once the stream holds it; it returns how many it sent. A crash
-// between the two sends them again later: delivery is at least once, keyed by event id.
+// RelayOutbox sends the events written before before to the stream, a batch of links at a
+// time (one append, one write clearing their outboxes), and returns how many it sent. A
+// crash between the two sends them again later: delivery is at least once, keyed by event
+// id.
 func (s *Service) RelayOutbox(ctx context.Context, before time.Time) (int64, error) {
 	var n int64
 	for {
@@ -66,15 +67,10 @@ func (s *Service) RelayOutbox(ctx context.Context, before time.Time) (int64, err
 		if err != nil {
 			return n, err
 		}
-		for _, l := range due {
-			sent, err := s.relay(ctx, l)
-			n += sent
-			if err != nil {
-				return n, err
-			}
-		}
-		if len(due) < outboxBatch {
-			return n, nil
+		sent, err := s.relay(ctx, due)
+		n += sent
+		if err != nil || len(due) < outboxBatch {
+			return n, err
 		}
 	}
 }
@@ -88,34 +84,37 @@ func (s *Service) relayLink(ctx context.Context, id string) error {
 	if err != nil {
 		return storeError(err)
 	}
-	_, err = s.relay(ctx, l)
+	_, err = s.relay(ctx, []Link{l})
 	return err
 }
 
-// relay sends l's outbox and clears it. The events of a link without an owner go nowhere.
-func (s *Service) relay(ctx context.Context, l Link) (int64, error) {
-	if len(l.Outbox) == 0 {
-		return 0, nil
-	}
-	ids := make([]string, len(l.Outbox))
-	out := make([]Published, 0, len(l.Outbox))
-	v := s.view(l)
-	v.OwnerID = ""
-	for i, e := range l.Outbox {
-		ids[i] = e.ID
-		if l.OwnerID != "" {
-			out = append(out, Published{ID: e.ID, Type: e.Type, At: e.At, OwnerID: l.OwnerID, Link: v})
+// relay sends the outboxes of ls and clears them. The events of a link without an owner
+// go nowhere.
+func (s *Service) relay(ctx context.Context, ls []Link) (int64, error) {
+	var out []Published
+	sent := map[string][]string{} // link id → its events now on the stream
+	for _, l := range ls {
+		if len(l.Outbox) == 0 {
+			continue
 		}
+		v := s.view(l)
+		v.OwnerID = ""
+		for _, e := range l.Outbox {
+			sent[l.ID] = append(sent[l.ID], e.ID)
+			if l.OwnerID != "" {
+				out = append(out, Published{ID: e.ID, Type: e.Type, At: e.At, OwnerID: l.OwnerID, Link: v})
+			}
+		}
+	}
+	if len(sent) == 0 {
+		return 0, nil
 	}
 	if len(out) > 0 {
 		if err := s.events.Append(ctx, out); err != nil {
 			return 0, err
 		}
 	}
-	if err := s.store.ClearOutbox(ctx, l.ID, ids); err != nil {
-		return int64(len(out)), err
-	}
-	return int64(len(out)), nil
+	return int64(len(out)), s.store.ClearOutboxes(ctx, sent)
 }
 
 // WriteExpiries writes the link.expired event of every owned link whose expiry at or

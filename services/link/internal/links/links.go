@@ -228,8 +228,9 @@ type Store interface {
 	CountStates(ctx context.Context, now time.Time) (link.LinkCounts, error)
 	// OutboxDue returns up to limit links holding events written before before.
 	OutboxDue(ctx context.Context, before time.Time, limit int64) ([]Link, error)
-	// ClearOutbox removes the events ids, now on the stream, from the link with id.
-	ClearOutbox(ctx context.Context, id string, ids []string) error
+	// ClearOutboxes removes events now on the stream from their links' outboxes (link id →
+	// event ids), in one write.
+	ClearOutboxes(ctx context.Context, sent map[string][]string) error
 	// ExpiriesDue returns up to limit links whose expiry at or before now owes an event.
 	ExpiriesDue(ctx context.Context, now time.Time, limit int64) ([]Link, error)
 	// MarkExpired writes the link.expired event of the link with id if still owed at now.

@@ -378,7 +378,7 @@ func TestResolveAndInfo(t *testing.T) {
 
 func (s *fakeStore) OutboxDue(context.Context, time.Time, int64) ([]Link, error) { return nil, nil }
 
-func (s *fakeStore) ClearOutbox(context.Context, string, []string) error { return nil }
+func (s *fakeStore) ClearOutboxes(context.Context, map[string][]string) error { return nil }
 
 func (s *fakeStore) ExpiriesDue(context.Context, time.Time, int64) ([]Link, error) { return nil, nil }
 

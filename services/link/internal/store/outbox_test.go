@@ -47,7 +47,7 @@ func TestOutboxAndExpiries(t *testing.T) {
 	if len(got.Outbox) != 2 || got.Outbox[1] != renewed {
 		t.Fatalf("outbox after a change: %+v", got.Outbox)
 	}
-	if err := s.ClearOutbox(ctx, "o1", []string{created.ID, renewed.ID}); err != nil {
+	if err := s.ClearOutboxes(ctx, map[string][]string{"o1": {created.ID, renewed.ID}}); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := s.FindByID(ctx, "o1")

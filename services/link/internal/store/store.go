@@ -387,18 +387,28 @@ func (s *Store) OutboxDue(ctx context.Context, before time.Time, limit int64) ([
 	return s.find(ctx, bson.D{{Key: "outbox_at", Value: bson.D{{Key: "$lte", Value: before}}}}, bson.D{{Key: "outbox_at", Value: 1}}, limit)
 }
 
-// ClearOutbox removes the events ids from the outbox of the link with id, once they are on
-// the event stream. It does not count as a write of the link (its revision stays), so it
-// never makes a conditional write of a concurrent change fail; such a write, read before
-// this, may put the events back, and they are sent again: deliveries are keyed by event.
-func (s *Store) ClearOutbox(ctx context.Context, id string, ids []string) error {
-	if _, err := s.links.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
-		bson.D{{Key: "$pull", Value: bson.D{{Key: "outbox", Value: bson.D{{Key: "id", Value: bson.D{{Key: "$in", Value: ids}}}}}}}}); err != nil {
-		return fmt.Errorf("clear link outbox: %w", err)
+// ClearOutboxes removes events now on the stream from their links' outboxes (link id →
+// event ids) in one bulk write, then drops the emptied outboxes. It does not count as a
+// write of a link (its revision stays), so it never makes a conditional write of a
+// concurrent change fail; such a write, read before this, may put the events back, and they
+// are sent again: deliveries are keyed by event.
+func (s *Store) ClearOutboxes(ctx context.Context, sent map[string][]string) error {
+	if len(sent) == 0 {
+		return nil
 	}
-	if _, err := s.links.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "outbox", Value: bson.A{}}},
+	models := make([]mongo.WriteModel, 0, len(sent))
+	ids := make([]string, 0, len(sent))
+	for id, events := range sent {
+		ids = append(ids, id)
+		models = append(models, mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: id}}).SetUpdate(
+			bson.D{{Key: "$pull", Value: bson.D{{Key: "outbox", Value: bson.D{{Key: "id", Value: bson.D{{Key: "$in", Value: events}}}}}}}}))
+	}
+	if _, err := s.links.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false)); err != nil {
+		return fmt.Errorf("clear link outboxes: %w", err)
+	}
+	if _, err := s.links.UpdateMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}, {Key: "outbox", Value: bson.A{}}},
 		bson.D{{Key: "$unset", Value: bson.D{{Key: "outbox", Value: ""}, {Key: "outbox_at", Value: ""}}}}); err != nil {
-		return fmt.Errorf("clear link outbox: %w", err)
+		return fmt.Errorf("clear link outboxes: %w", err)
 	}
 	return nil
 }

@@ -149,13 +149,16 @@ func (w *Webhooks) DeleteHook(ctx context.Context, ownerID, id string) (bool, er
 
 // InsertDelivery stores d unless its id exists.
 func (w *Webhooks) InsertDelivery(ctx context.Context, d webhooks.Delivery) error {
-	doc := deliveryDoc{ID: d.ID, WebhookID: d.WebhookID, OwnerID: d.OwnerID, EventID: d.EventID, Type: d.Type, Payload: d.Payload,
-		Status: d.Status, Attempts: d.Attempts, CreatedAt: d.CreatedAt, NextAttemptAt: d.NextAttemptAt, ExpiresAt: d.CreatedAt.Add(DeliveryRetention)}
-	_, err := w.deliveries.InsertOne(ctx, doc)
+	_, err := w.deliveries.InsertOne(ctx, newDeliveryDoc(d))
 	if err != nil && !mongo.IsDuplicateKeyError(err) {
 		return fmt.Errorf("insert webhook delivery: %w", err)
 	}
 	return nil
+}
+
+func newDeliveryDoc(d webhooks.Delivery) deliveryDoc {
+	return deliveryDoc{ID: d.ID, WebhookID: d.WebhookID, OwnerID: d.OwnerID, EventID: d.EventID, Type: d.Type, Payload: d.Payload,
+		Status: d.Status, Attempts: d.Attempts, CreatedAt: d.CreatedAt, NextAttemptAt: d.NextAttemptAt, ExpiresAt: d.CreatedAt.Add(DeliveryRetention)}
 }
 
 func (d deliveryDoc) delivery() webhooks.Delivery {
@@ -262,4 +265,43 @@ func (w *Webhooks) DisableHook(ctx context.Context, id, reason string) error {
 		return fmt.Errorf("disable webhook: %w", err)
 	}
 	return nil
+}
+
+// HooksOfOwners returns the webhooks of every owner in ownerIDs.
+func (w *Webhooks) HooksOfOwners(ctx context.Context, ownerIDs []string) ([]webhooks.Hook, error) {
+	docs, err := mongodb.Find[hookDoc](ctx, w.hooks, "webhooks", bson.D{{Key: "owner_id", Value: bson.D{{Key: "$in", Value: ownerIDs}}}},
+		bson.D{{Key: "_id", Value: 1}}, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]webhooks.Hook, len(docs))
+	for i, d := range docs {
+		out[i] = d.hook()
+	}
+	return out, nil
+}
+
+// InsertDeliveries stores ds in one unordered write; a delivery whose id exists is left as
+// it is (an event fanned out again).
+func (w *Webhooks) InsertDeliveries(ctx context.Context, ds []webhooks.Delivery) error {
+	docs := make([]any, len(ds))
+	for i, d := range ds {
+		docs[i] = newDeliveryDoc(d)
+	}
+	_, err := w.deliveries.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	var bwe mongo.BulkWriteException
+	if err == nil || (errors.As(err, &bwe) && bwe.WriteConcernError == nil && allDuplicates(bwe)) {
+		return nil
+	}
+	return fmt.Errorf("insert webhook deliveries: %w", err)
+}
+
+// allDuplicates reports whether every write error of e is a duplicate key.
+func allDuplicates(e mongo.BulkWriteException) bool {
+	for _, we := range e.WriteErrors {
+		if !mongo.IsDuplicateKeyError(we.WriteError) {
+			return false
+		}
+	}
+	return len(e.WriteErrors) > 0
 }

@@ -46,37 +46,57 @@ func Sign(secret []byte, id string, ts int64, body string) string {
 }
 
 // HandleEvents is the link-events stream's handler: each event becomes one pending
-// delivery per active webhook of its owner that subscribed to its type. A delivery's id
-// comes from its webhook and event, so an event handed over twice is delivered once.
+// delivery per active webhook of its owner that subscribed to its type, all of a batch read
+// and written at once. A delivery's id comes from its webhook and event, so an event handed
+// over twice is delivered once.
 func (s *Service) HandleEvents(ctx context.Context, msgs []stream.Message) error {
-	added := false
+	events := make([]links.Published, 0, len(msgs))
+	var owners []string
 	for _, m := range msgs {
 		var e links.Published
 		if err := json.Unmarshal([]byte(m.Values["event"]), &e); err != nil || e.ID == "" || e.OwnerID == "" {
 			s.log.WarnContext(ctx, "skip an unreadable link event", "stream_id", m.ID, "err", err)
 			continue
 		}
-		hooks, err := s.store.HooksOf(ctx, e.OwnerID)
-		if err != nil {
-			return err
+		events = append(events, e)
+		if !slicesContains(owners, e.OwnerID) {
+			owners = append(owners, e.OwnerID)
 		}
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	hooks, err := s.store.HooksOfOwners(ctx, owners)
+	if err != nil {
+		return err
+	}
+	byOwner := map[string][]Hook{}
+	for _, h := range hooks {
+		if h.Active {
+			byOwner[h.OwnerID] = append(byOwner[h.OwnerID], h)
+		}
+	}
+	now := s.now().UTC().Truncate(time.Millisecond)
+	var ds []Delivery
+	for _, e := range events {
 		body := ""
-		for _, h := range hooks {
-			if !h.Active || !slicesContains(h.Events, e.Type) {
+		for _, h := range byOwner[e.OwnerID] {
+			if !slicesContains(h.Events, e.Type) {
 				continue
 			}
 			if body == "" {
 				body = payload(e.Type, e.At, map[string]any{"link": e.Link})
 			}
-			if err := s.store.InsertDelivery(ctx, newDelivery(h, e.ID, e.Type, body, s.now().UTC().Truncate(time.Millisecond))); err != nil {
-				return err
-			}
-			added = true
+			ds = append(ds, newDelivery(h, e.ID, e.Type, body, now))
 		}
 	}
-	if added {
-		s.wake()
+	if len(ds) == 0 {
+		return nil
 	}
+	if err := s.store.InsertDeliveries(ctx, ds); err != nil {
+		return err
+	}
+	s.wake()
 	return nil
 }
 
@@ -134,6 +154,7 @@ func (s *Service) sendDue(ctx context.Context, client *http.Client, wg *sync.Wai
 		return 0, err
 	}
 	claimed := 0
+	hooks := map[string]*Hook{} // read once per batch
 	for _, d := range due {
 		until := now.Add(claimLease).UTC().Truncate(time.Millisecond)
 		ok, err := s.store.ClaimDelivery(ctx, d.ID, d.NextAttemptAt, until)
@@ -150,9 +171,21 @@ func (s *Service) sendDue(ctx context.Context, client *http.Client, wg *sync.Wai
 		case <-ctx.Done():
 			return claimed, nil
 		}
+		h, ok := hooks[d.WebhookID]
+		if !ok {
+			got, err := s.store.HookByID(ctx, d.WebhookID)
+			switch {
+			case err == nil:
+				h = &got
+			case !errors.Is(err, ErrNotFound):
+				<-s.senders
+				return claimed, err // the claim lapses and another attempt comes
+			}
+			hooks[d.WebhookID] = h
+		}
 		wg.Go(func() {
 			defer func() { <-s.senders }()
-			s.attempt(context.WithoutCancel(ctx), client, d)
+			s.attempt(context.WithoutCancel(ctx), client, h, d)
 		})
 	}
 	return claimed, nil
@@ -161,9 +194,8 @@ func (s *Service) sendDue(ctx context.Context, client *http.Client, wg *sync.Wai
 // attempt sends d once and records the outcome: delivered on a 2xx within the time bound;
 // otherwise the next retry of the schedule, or failed when the schedule is spent. Its
 // webhook is switched off once all its deliveries have failed for DisableAfter.
-func (s *Service) attempt(ctx context.Context, client *http.Client, d Delivery) {
-	h, err := s.store.HookByID(ctx, d.WebhookID)
-	if errors.Is(err, ErrNotFound) {
+func (s *Service) attempt(ctx context.Context, client *http.Client, hook *Hook, d Delivery) {
+	if hook == nil {
 		// Its webhook was deleted, and the deliveries' deletion did not happen (yet).
 		gone := "the webhook was deleted"
 		claimed := d.NextAttemptAt
@@ -173,10 +205,7 @@ func (s *Service) attempt(ctx context.Context, client *http.Client, d Delivery) 
 		}
 		return
 	}
-	if err != nil {
-		s.log.WarnContext(ctx, "read a webhook to deliver to", "webhook_id", d.WebhookID, "err", err)
-		return // the claim lapses and another attempt comes
-	}
+	h := *hook
 	claimed := d.NextAttemptAt
 	code, failure := s.send(ctx, client, h, d)
 	now := s.now().UTC().Truncate(time.Millisecond)
@@ -202,6 +231,9 @@ func (s *Service) attempt(ctx context.Context, client *http.Client, d Delivery) 
 	}
 	at := now
 	if failure == "" {
+		if h.FailingSince == nil {
+			return // nothing to clear
+		}
 		at = time.Time{}
 	}
 	since, err := s.store.SetFailing(ctx, h.ID, at)

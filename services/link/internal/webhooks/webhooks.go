@@ -87,12 +87,16 @@ type Store interface {
 	// InsertHook stores h; ErrSlotTaken when its owner has a webhook in h.Slot.
 	InsertHook(ctx context.Context, h Hook) error
 	HooksOf(ctx context.Context, ownerID string) ([]Hook, error)
+	// HooksOfOwners returns the webhooks of every owner in ownerIDs.
+	HooksOfOwners(ctx context.Context, ownerIDs []string) ([]Hook, error)
 	// HookByID returns the webhook with id; ErrNotFound if none.
 	HookByID(ctx context.Context, id string) (Hook, error)
 	// DeleteHook deletes ownerID's webhook id and its deliveries; false when there is none.
 	DeleteHook(ctx context.Context, ownerID, id string) (bool, error)
 	// InsertDelivery stores d unless a delivery with its id exists (then nothing, no error).
 	InsertDelivery(ctx context.Context, d Delivery) error
+	// InsertDeliveries stores ds in one write, each unless a delivery with its id exists.
+	InsertDeliveries(ctx context.Context, ds []Delivery) error
 	// Deliveries returns a page of webhookID's deliveries, newest first, and their total.
 	Deliveries(ctx context.Context, webhookID string, skip, limit int64) ([]Delivery, int64, error)
 	// DueDeliveries returns up to limit pending deliveries due at now.

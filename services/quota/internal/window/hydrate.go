@@ -44,9 +44,12 @@ func (l *Limiter) hydrate(ctx context.Context, scope, key string, p Policy) erro
 	now := l.now()
 	cutoffMs := now.UnixMilli() - p.Window.Milliseconds()
 	from := time.UnixMilli(cutoffMs - cutoffMs%time.Minute.Milliseconds()).UTC()
-	buckets, err := l.ledger.Buckets(ctx, scope, key, from)
-	if err != nil {
-		return unavailable("hydrate quota", fmt.Errorf("read ledger: %w", err))
+	var buckets []Bucket
+	if !p.Ephemeral { // an ephemeral counter starts afresh: the ledger holds none of it
+		var err error
+		if buckets, err = l.ledger.Buckets(ctx, scope, key, from); err != nil {
+			return unavailable("hydrate quota", fmt.Errorf("read ledger: %w", err))
+		}
 	}
 	args := []any{p.Window.Milliseconds()}
 	for _, b := range buckets {

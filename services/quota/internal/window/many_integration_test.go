@@ -5,6 +5,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/quota"
+	"github.com/linkmesh/linkmesh/services/quota/internal/store"
+	"github.com/linkmesh/linkmesh/services/quota/internal/window"
 )
 
 // A reservation of several takes as many units as the window has room for, in one step,
@@ -63,5 +67,27 @@ func TestReserveManyIsExact(t *testing.T) {
 	}
 	if _, err := e.replicas[0].ReserveMany(ctx, scope, e.key, nil, 101); err == nil {
 		t.Fatal("101 units at once must be refused")
+	}
+}
+
+// An ephemeral scope (an API token's request rate) limits in Redis alone: nothing reaches
+// the ledger, and a Redis loss starts its window afresh.
+func TestEphemeralScopeWritesNoLedger(t *testing.T) {
+	e := newEnv(t, 1, time.Hour)
+	lim := window.New(window.Options{Redis: e.rdb, Ledger: store.New(e.db), Now: e.clock.Now,
+		Scopes: window.Scopes(window.Sizes{AnonLimit: 1, AnonWindow: time.Hour, TokenRate: 3})})
+	ctx := context.Background()
+	for i := range 4 {
+		d, err := lim.Reserve(ctx, quota.ScopeAPIToken, e.key)
+		if err != nil || d.Allowed != (i < 3) {
+			t.Fatalf("request %d: %+v %v", i, d, err)
+		}
+	}
+	if n := e.durable(t); n != 0 {
+		t.Fatalf("%d units in the ledger", n)
+	}
+	e.forgetRedis(t)
+	if d, err := lim.Reserve(ctx, quota.ScopeAPIToken, e.key); err != nil || !d.Allowed || d.Used != 1 {
+		t.Fatalf("after a Redis loss: %+v %v", d, err)
 	}
 }

@@ -20,6 +20,10 @@ type Policy struct {
 	// PerCaller scopes take their limit from each reservation (the account's own
 	// quota_limit), so a changed limit applies to the very next one; Limit is unused.
 	PerCaller bool
+	// Ephemeral scopes are counted in Redis only, never in the MongoDB ledger: a request
+	// rate over a minute, which a Redis loss may forget (the window starts afresh), where a
+	// durable write per request would cost more than the request itself.
+	Ephemeral bool
 }
 
 // MaxCallerLimit bounds a per-caller limit.
@@ -56,7 +60,7 @@ func Scopes(s Sizes) map[string]Policy {
 		// Abuse reports, keyed by the reporter's identity key whether signed in or not.
 		quota.ScopeReport: {Limit: quota.ReportLimit, Window: quota.ReportWindow, Anonymous: true},
 		// Requests of an API token, keyed by the token's id.
-		quota.ScopeAPIToken: {Limit: s.TokenRate, Window: quota.TokenWindow},
+		quota.ScopeAPIToken: {Limit: s.TokenRate, Window: quota.TokenWindow, Ephemeral: true},
 	}
 }
 

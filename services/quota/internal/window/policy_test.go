@@ -21,7 +21,7 @@ func TestScopeTable(t *testing.T) {
 		quota.ScopeLoginIP:          {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
 		quota.ScopeUserCreate:       {Window: 720 * time.Hour, PerCaller: true},
 		quota.ScopeReport:           {Limit: 20, Window: time.Hour, Anonymous: true},
-		quota.ScopeAPIToken:         {Limit: 600, Window: time.Minute},
+		quota.ScopeAPIToken:         {Limit: 600, Window: time.Minute, Ephemeral: true},
 	}
 	if len(table) != len(want) {
 		t.Fatalf("scope table has %d rows, want %d: %+v", len(table), len(want), table)

@@ -48,8 +48,10 @@ func (l *Limiter) ReserveLimit(ctx context.Context, scope, key string, limit *in
 	if !d.Allowed {
 		return d, nil
 	}
-	if err := l.record(ctx, k, bucketOf(scope, key, p, now.UnixMilli()), id); err != nil {
-		return Decision{}, err
+	if !p.Ephemeral {
+		if err := l.record(ctx, k, bucketOf(scope, key, p, now.UnixMilli()), id); err != nil {
+			return Decision{}, err
+		}
 	}
 	d.ID = id
 	return d, nil
@@ -101,7 +103,9 @@ func (l *Limiter) ReserveMany(ctx context.Context, scope, key string, limit *int
 	for i := range ids {
 		ids[i] = prefix + "." + strconv.Itoa(i+1)
 	}
-	if err := l.ledger.Add(ctx, bucketOf(scope, key, p, now.UnixMilli()), granted); err != nil {
+	if p.Ephemeral {
+		// Counted in Redis alone.
+	} else if err := l.ledger.Add(ctx, bucketOf(scope, key, p, now.UnixMilli()), granted); err != nil {
 		uctx, cancel := cleanupContext(ctx)
 		defer cancel()
 		members := make([]any, len(ids))

@@ -33,6 +33,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
 
@@ -143,7 +145,12 @@ func run(ctx context.Context, o opts) error {
 	}
 
 	if strings.Contains("webhook delivery", o.only) {
-		if err := webhooks(ctx, o, hc, gw, acct.Session, rcv, &seq); err != nil {
+		// The links created so far owe events nobody subscribed to: they leave first, so the
+		// run measures the delivery of its own.
+		if err := settle(ctx, b); err != nil {
+			return err
+		}
+		if err := webhooks(ctx, o, b, hc, gw, rcv, &seq); err != nil {
 			missed = append(missed, "webhook delivery: "+err.Error())
 		}
 	}
@@ -153,21 +160,33 @@ func run(ctx context.Context, o opts) error {
 	return nil
 }
 
-// webhooks creates links from o.workers callers for o.hookLoad with a webhook subscribed to
-// link.created, then waits for every event to arrive.
-func webhooks(ctx context.Context, o opts, hc *http.Client, gw, session string, rcv *receiver, seq *atomic.Int64) error {
-	body := fmt.Sprintf(`{"url":%q,"events":["link.created"]}`, rcv.url)
-	if _, err := call(ctx, hc, http.MethodPost, gw+"/api/user/webhooks", body, session, http.StatusCreated); err != nil {
-		return err
+// webhooks creates links from o.workers accounts, each with a webhook subscribed to
+// link.created (one account's creations share its quota's counter, which would cap the
+// rate), for o.hookLoad, then waits for every event to arrive.
+func webhooks(ctx context.Context, o opts, b *stack.Bench, hc *http.Client, gw string, rcv *receiver, seq *atomic.Int64) error {
+	sessions := make([]string, o.workers)
+	for i := range sessions {
+		acct, err := stack.Register(ctx, gw, fmt.Sprintf("hooked%d@bench.example", i))
+		if err != nil {
+			return err
+		}
+		if err := b.SetQuotaLimit(ctx, acct.UserID, 1_000_000); err != nil {
+			return err
+		}
+		body := fmt.Sprintf(`{"url":%q,"events":["link.created"]}`, rcv.url)
+		if _, err := call(ctx, hc, http.MethodPost, gw+"/api/user/webhooks", body, acct.Session, http.StatusCreated); err != nil {
+			return err
+		}
+		sessions[i] = acct.Session
 	}
-	fmt.Printf("webhook delivery: link.created to a local receiver while %d callers create links for %s\n", o.workers, o.hookLoad)
+	fmt.Printf("webhook delivery: link.created to a local receiver while %d accounts create links for %s\n", o.workers, o.hookLoad)
 	var created atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
 	end := start.Add(o.hookLoad)
 	var firstErr error
 	var errOnce sync.Once
-	for range o.workers {
+	for _, session := range sessions {
 		wg.Go(func() {
 			for time.Now().Before(end) && ctx.Err() == nil {
 				if _, _, err := stack.Shorten(ctx, hc, gw, fmt.Sprintf("https://93.184.216.34/hook/%d", seq.Add(1)), stack.WithSession(session)); err != nil {
@@ -194,6 +213,9 @@ func webhooks(ctx context.Context, o opts, hc *http.Client, gw, session string, 
 	fmt.Printf("  created %d links (%.0f/s); %d events delivered, the last %s after the last creation; lag p50 %s, p99 %s, max %s\n",
 		want, float64(want)/elapsed.Seconds(), got, last.Sub(start.Add(elapsed)).Round(time.Millisecond),
 		p50.Round(time.Millisecond), p99.Round(time.Millisecond), slices.Max(lags).Round(time.Millisecond))
+	if err := stages(ctx, b); err != nil {
+		return err
+	}
 	if got < want {
 		return fmt.Errorf("%d of %d events delivered within a minute of the last creation", got, want)
 	}
@@ -201,6 +223,84 @@ func webhooks(ctx context.Context, o opts, hc *http.Client, gw, session string, 
 		return fmt.Errorf("deliveries (%.0f/s) fell behind creations (%.0f/s)", rate, float64(want)/elapsed.Seconds())
 	}
 	fmt.Printf("  every event delivered, keeping up with creation: met\n")
+	return nil
+}
+
+// stages splits the lag of the run's deliveries: from the event to its delivery record (the
+// relay and the fan-out), and from the record to its delivery (the sender).
+func stages(ctx context.Context, b *stack.Bench) error {
+	cur, err := b.DB("link").Collection("webhook_deliveries").Find(ctx, bson.D{{Key: "status", Value: "delivered"}})
+	if err != nil {
+		return err
+	}
+	var docs []struct {
+		Payload     string    `bson:"payload"`
+		CreatedAt   time.Time `bson:"created_at"`
+		DeliveredAt time.Time `bson:"delivered_at"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return err
+	}
+	var fan, send []time.Duration
+	for _, d := range docs {
+		var p struct {
+			Timestamp time.Time `json:"timestamp"`
+		}
+		if json.Unmarshal([]byte(d.Payload), &p) != nil {
+			continue
+		}
+		fan, send = append(fan, d.CreatedAt.Sub(p.Timestamp)), append(send, d.DeliveredAt.Sub(d.CreatedAt))
+	}
+	if len(fan) == 0 {
+		return errors.New("no delivery recorded")
+	}
+	// The stream entry's id is when the relay appended it.
+	xs, err := b.Redis().XRange(ctx, "link-events", "-", "+").Result()
+	if err != nil {
+		return err
+	}
+	var relay []time.Duration
+	for _, x := range xs {
+		var e struct {
+			At time.Time `json:"at"`
+		}
+		var ms int64
+		if s, ok := x.Values["event"].(string); ok && json.Unmarshal([]byte(s), &e) == nil {
+			if _, err := fmt.Sscanf(x.ID, "%d-", &ms); err == nil && e.At.After(time.Now().Add(-time.Minute)) {
+				relay = append(relay, time.UnixMilli(ms).Sub(e.At))
+			}
+		}
+	}
+	if len(relay) > 0 {
+		r50, r99 := stack.Percentiles(relay)
+		fmt.Printf("  relay: event → on the stream p50 %s p99 %s (%d entries)\n", r50.Round(time.Millisecond), r99.Round(time.Millisecond), len(relay))
+	}
+	f50, f99 := stack.Percentiles(fan)
+	s50, s99 := stack.Percentiles(send)
+	fmt.Printf("  stages: event → delivery record (relay, stream, fan-out) p50 %s p99 %s; record → delivered (sender) p50 %s p99 %s\n",
+		f50.Round(time.Millisecond), f99.Round(time.Millisecond), s50.Round(time.Millisecond), s99.Round(time.Millisecond))
+	return nil
+}
+
+// settle waits until no link holds an event in its outbox, and two seconds more for the
+// stream's consumers.
+func settle(ctx context.Context, b *stack.Bench) error {
+	links := b.DB("link").Collection("links")
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		n, err := links.CountDocuments(ctx, bson.D{{Key: "outbox_at", Value: bson.D{{Key: "$exists", Value: true}}}})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d links still hold events after 5 minutes", n)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
 	return nil
 }
 

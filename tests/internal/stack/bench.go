@@ -259,3 +259,6 @@ func Send(hc *http.Client, base, method, path, body string, header map[string]st
 	b, err := io.ReadAll(resp.Body)
 	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b}, err
 }
+
+// Redis is the bench's Redis, for a benchmark that reads what the services left there.
+func (b *Bench) Redis() *redis.Client { return b.redis }

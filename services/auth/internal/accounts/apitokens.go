@@ -252,9 +252,9 @@ func (s *Service) Tokens(ctx context.Context, caller identity.Caller) (auth.Toke
 	return out, nil
 }
 
-// RevokeToken deletes caller's token id at once: the next request with it is a 401 on every
-// replica, since every request reads the token afresh. Another owner's or an unknown id is
-// a 404.
+// RevokeToken deletes caller's token id at once: the next request with it is a 401 on this
+// replica, and on every other within tokenTTL (half a second), the longest a replica reuses
+// a token it read. Another owner's or an unknown id is a 404.
 func (s *Service) RevokeToken(ctx context.Context, caller identity.Caller, id string) error {
 	if err := tokenManager(caller); err != nil {
 		return err
@@ -266,11 +266,19 @@ func (s *Service) RevokeToken(ctx context.Context, caller identity.Caller, id st
 	if !ok {
 		return errs.NotFound("API token not found")
 	}
+	s.tokenMu.Lock()
+	for hash, c := range s.tokenCache {
+		if c.t.ID == id {
+			delete(s.tokenCache, hash)
+		}
+	}
+	s.tokenMu.Unlock()
 	return nil
 }
 
-// ValidateToken answers a request made with secret: the token (read fresh, so a revocation
-// counts on the very next request), its owner as of now, and its request window after this
+// ValidateToken answers a request made with secret: the token (read at most tokenTTL ago,
+// so a revocation counts within half a second everywhere), its owner as of now (read fresh,
+// so a ban counts on the very next request), and its request window after this
 // request took a unit. The owner's read and the unit are taken at once, so the window costs
 // no extra wait. An unknown, expired or revoked token, or one whose owner is gone, is a 401;
 // a failure of the quota service a 503 (the window is never skipped).
@@ -279,7 +287,7 @@ func (s *Service) ValidateToken(ctx context.Context, secret string) (auth.TokenA
 		return auth.TokenAuth{}, errs.E(errs.KindUnauthenticated, msgTokenInvalid)
 	}
 	now := s.now()
-	t, err := s.tokens.TokenByHash(ctx, HashToken(secret), now)
+	t, err := s.tokenByHash(ctx, HashToken(secret), now)
 	if errors.Is(err, ErrTokenNotFound) {
 		return auth.TokenAuth{}, errs.E(errs.KindUnauthenticated, msgTokenInvalid)
 	}
@@ -321,6 +329,42 @@ func (s *Service) ValidateToken(ctx context.Context, secret string) (auth.TokenA
 		out.RetryAfterSeconds = max(res.RetryAfterSeconds, 1)
 	}
 	return out, nil
+}
+
+// tokenTTL is how long a replica reuses a token it read: a revocation reaches every
+// replica within it (the contract allows a second). A token busy enough to be read again
+// within it costs its requests no read of the token.
+const tokenTTL = 500 * time.Millisecond
+
+// maxCachedTokens bounds the tokens a replica keeps; reaching it starts afresh.
+const maxCachedTokens = 1 << 14
+
+type cachedToken struct {
+	t     APIToken
+	until time.Time
+}
+
+// tokenByHash returns the live token with hash, from this replica's memory if it read it
+// less than tokenTTL ago. Unknown tokens are never kept, so made-up secrets cannot fill it.
+func (s *Service) tokenByHash(ctx context.Context, hash string, now time.Time) (APIToken, error) {
+	mono := time.Now()
+	s.tokenMu.Lock()
+	c, ok := s.tokenCache[hash]
+	s.tokenMu.Unlock()
+	if ok && mono.Before(c.until) {
+		return c.t, nil
+	}
+	t, err := s.tokens.TokenByHash(ctx, hash, now)
+	if err != nil {
+		return APIToken{}, err
+	}
+	s.tokenMu.Lock()
+	if s.tokenCache == nil || len(s.tokenCache) >= maxCachedTokens {
+		s.tokenCache = make(map[string]cachedToken)
+	}
+	s.tokenCache[hash] = cachedToken{t: t, until: mono.Add(tokenTTL)}
+	s.tokenMu.Unlock()
+	return t, nil
 }
 
 // secondsUntil is the whole seconds from now to at, rounded up; 0 for a zero or past at.

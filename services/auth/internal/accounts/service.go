@@ -49,20 +49,23 @@ type Service struct {
 	store  Store
 	tokens TokenStore
 	// touched is when this replica last recorded each token's use, by token id.
-	touchMu   sync.Mutex
-	touched   map[string]time.Time
-	quota     Quota
-	idp       IdentityVerifier
-	hasher    PasswordHasher
-	audit     AuditLog
-	links     Links
-	ttl       time.Duration
-	issuer    string
-	clientID  string
-	now       func() time.Time
-	log       *slog.Logger
-	dummyHash string
-	attempts  *prometheus.CounterVec
+	touchMu sync.Mutex
+	touched map[string]time.Time
+	// tokenCache holds the tokens this replica read in the last tokenTTL, by hash.
+	tokenMu    sync.Mutex
+	tokenCache map[string]cachedToken
+	quota      Quota
+	idp        IdentityVerifier
+	hasher     PasswordHasher
+	audit      AuditLog
+	links      Links
+	ttl        time.Duration
+	issuer     string
+	clientID   string
+	now        func() time.Time
+	log        *slog.Logger
+	dummyHash  string
+	attempts   *prometheus.CounterVec
 }
 
 // New builds a Service. It hashes a random password once, so that logins of unknown e-mails

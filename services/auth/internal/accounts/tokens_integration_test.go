@@ -97,12 +97,31 @@ func TestTokenLifecycle(t *testing.T) {
 	_, err = e.svc.CreateToken(ctx, viaToken, tokenReq("x", []string{auth.ScopeLinksRead}, nil))
 	wantErr(t, err, errs.KindForbidden, "API tokens cannot be managed with an API token")
 
+	// Another replica that read the token just before its revocation refuses it within a
+	// second (it reuses a token for half of one); the revoking replica, and one that never
+	// read it, at once.
+	replica := e.service(t)
+	if _, err := replica.ValidateToken(ctx, created.Secret); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.svc.RevokeToken(ctx, caller(u.ID, auth.RoleUser), tok.ID); err != nil {
 		t.Fatal(err)
 	}
-	// Every replica reads the token afresh: another replica refuses it at once.
+	revoked := time.Now()
+	_, err = e.svc.ValidateToken(ctx, created.Secret)
+	wantErr(t, err, errs.KindUnauthenticated, "API token invalid, expired or revoked")
 	_, err = e.service(t).ValidateToken(ctx, created.Secret)
 	wantErr(t, err, errs.KindUnauthenticated, "API token invalid, expired or revoked")
+	for {
+		if _, err := replica.ValidateToken(ctx, created.Secret); err != nil {
+			wantErr(t, err, errs.KindUnauthenticated, "API token invalid, expired or revoked")
+			break
+		}
+		if time.Since(revoked) > time.Second {
+			t.Fatal("a replica still accepts a token revoked a second ago")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	wantErr(t, e.svc.RevokeToken(ctx, caller(u.ID, auth.RoleUser), tok.ID), errs.KindNotFound, "API token not found")
 }
 

@@ -388,26 +388,34 @@ func (s *Store) OutboxDue(ctx context.Context, before time.Time, limit int64) ([
 }
 
 // ClearOutboxes removes events now on the stream from their links' outboxes (link id →
-// event ids) in one bulk write, then drops the emptied outboxes. It does not count as a
-// write of a link (its revision stays), so it never makes a conditional write of a
-// concurrent change fail; such a write, read before this, may put the events back, and they
-// are sent again: deliveries are keyed by event.
+// event ids): one update of all the links, each keeping the events not sent (written since
+// the relay read it) and dropping an emptied outbox. A write per link instead
+// held the relay to about a hundred events a second on the embedded store. It does not
+// count as a write of a link (its revision stays), so it never makes a conditional write of
+// a concurrent change fail; such a write, read before this, may put the events back, and
+// they are sent again: deliveries are keyed by event.
 func (s *Store) ClearOutboxes(ctx context.Context, sent map[string][]string) error {
 	if len(sent) == 0 {
 		return nil
 	}
-	models := make([]mongo.WriteModel, 0, len(sent))
-	ids := make([]string, 0, len(sent))
-	for id, events := range sent {
+	ids, events := bson.A{}, bson.A{}
+	for id, evs := range sent {
 		ids = append(ids, id)
-		models = append(models, mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: id}}).SetUpdate(
-			bson.D{{Key: "$pull", Value: bson.D{{Key: "outbox", Value: bson.D{{Key: "id", Value: bson.D{{Key: "$in", Value: events}}}}}}}}))
+		for _, e := range evs {
+			events = append(events, e)
+		}
 	}
-	if _, err := s.links.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false)); err != nil {
-		return fmt.Errorf("clear link outboxes: %w", err)
+	keep := bson.D{{Key: "$filter", Value: bson.D{{Key: "input", Value: "$outbox"}, {Key: "as", Value: "e"},
+		{Key: "cond", Value: bson.D{{Key: "$not", Value: bson.A{bson.D{{Key: "$in", Value: bson.A{"$$e.id", events}}}}}}}}}}
+	emptied := bson.D{{Key: "$eq", Value: bson.A{bson.D{{Key: "$size", Value: "$outbox"}}, 0}}}
+	update := bson.A{
+		bson.D{{Key: "$set", Value: bson.D{{Key: "outbox", Value: keep}}}},
+		bson.D{{Key: "$set", Value: bson.D{
+			{Key: "outbox", Value: bson.D{{Key: "$cond", Value: bson.A{emptied, "$$REMOVE", "$outbox"}}}},
+			{Key: "outbox_at", Value: bson.D{{Key: "$cond", Value: bson.A{emptied, "$$REMOVE", "$outbox_at"}}}},
+		}}},
 	}
-	if _, err := s.links.UpdateMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}, {Key: "outbox", Value: bson.A{}}},
-		bson.D{{Key: "$unset", Value: bson.D{{Key: "outbox", Value: ""}, {Key: "outbox_at", Value: ""}}}}); err != nil {
+	if _, err := s.links.UpdateMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, update); err != nil {
 		return fmt.Errorf("clear link outboxes: %w", err)
 	}
 	return nil

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -186,26 +188,34 @@ func (w *Webhooks) Deliveries(ctx context.Context, webhookID string, skip, limit
 	return deliveries(docs), total, nil
 }
 
-// DueDeliveries returns up to limit pending deliveries due at now, most overdue first.
-func (w *Webhooks) DueDeliveries(ctx context.Context, now time.Time, limit int64) ([]webhooks.Delivery, error) {
-	docs, err := mongodb.Find[deliveryDoc](ctx, w.deliveries, "webhook deliveries",
-		bson.D{{Key: "status", Value: link.DeliveryPending}, {Key: "next_attempt_at", Value: bson.D{{Key: "$lte", Value: now}}}},
-		bson.D{{Key: "next_attempt_at", Value: 1}}, 0, limit)
+// ClaimDue claims up to limit pending deliveries due at now, most overdue first: one read
+// of their ids, one write moving their next attempt to until under a fresh claim mark, one
+// read of those the mark won (another sender's concurrent claim wins the others).
+func (w *Webhooks) ClaimDue(ctx context.Context, now, until time.Time, limit int64) ([]webhooks.Delivery, error) {
+	due := bson.D{{Key: "status", Value: link.DeliveryPending}, {Key: "next_attempt_at", Value: bson.D{{Key: "$lte", Value: now}}}}
+	ids, err := mongodb.Find[struct {
+		ID string `bson:"_id"`
+	}](ctx, w.deliveries, "due webhook deliveries", due, bson.D{{Key: "next_attempt_at", Value: 1}}, 0, limit)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	in := make(bson.A, len(ids))
+	for i, d := range ids {
+		in[i] = d.ID
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	mark := hex.EncodeToString(b[:])
+	if _, err := w.deliveries.UpdateMany(ctx, append(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}}, due...),
+		bson.D{{Key: "$set", Value: bson.D{{Key: "next_attempt_at", Value: until}, {Key: "claim", Value: mark}}}}); err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	docs, err := mongodb.Find[deliveryDoc](ctx, w.deliveries, "claimed webhook deliveries",
+		bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}, {Key: "claim", Value: mark}}, bson.D{{Key: "next_attempt_at", Value: 1}}, 0, 0)
 	if err != nil {
 		return nil, err
 	}
 	return deliveries(docs), nil
-}
-
-// ClaimDelivery moves a pending delivery's next attempt from due to until; false when it is
-// not at due any more (another sender claimed it).
-func (w *Webhooks) ClaimDelivery(ctx context.Context, id string, due, until time.Time) (bool, error) {
-	res, err := w.deliveries.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "status", Value: link.DeliveryPending}, {Key: "next_attempt_at", Value: due}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "next_attempt_at", Value: until}}}})
-	if err != nil {
-		return false, fmt.Errorf("claim webhook delivery: %w", err)
-	}
-	return res.ModifiedCount == 1, nil
 }
 
 // SaveAttempt writes an attempt's outcome while the delivery is still claimed until claimed.

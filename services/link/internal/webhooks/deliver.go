@@ -145,32 +145,19 @@ func (s *Service) RunDeliveries(ctx context.Context) {
 	}
 }
 
+// claimBatch is how many due deliveries one claim takes.
+const claimBatch = 64
+
 // sendDue claims the deliveries due now and starts sending them, at most maxSenders at a
 // time; it returns how many it claimed.
 func (s *Service) sendDue(ctx context.Context, client *http.Client, wg *sync.WaitGroup) (int, error) {
 	now := s.now()
-	due, err := s.store.DueDeliveries(ctx, now, maxSenders)
+	due, err := s.store.ClaimDue(ctx, now, now.Add(claimLease).UTC().Truncate(time.Millisecond), claimBatch)
 	if err != nil {
 		return 0, err
 	}
-	claimed := 0
 	hooks := map[string]*Hook{} // read once per batch
-	for _, d := range due {
-		until := now.Add(claimLease).UTC().Truncate(time.Millisecond)
-		ok, err := s.store.ClaimDelivery(ctx, d.ID, d.NextAttemptAt, until)
-		if err != nil {
-			return claimed, err
-		}
-		if !ok {
-			continue
-		}
-		d.NextAttemptAt = until
-		claimed++
-		select {
-		case s.senders <- struct{}{}:
-		case <-ctx.Done():
-			return claimed, nil
-		}
+	for i, d := range due {
 		h, ok := hooks[d.WebhookID]
 		if !ok {
 			got, err := s.store.HookByID(ctx, d.WebhookID)
@@ -178,17 +165,21 @@ func (s *Service) sendDue(ctx context.Context, client *http.Client, wg *sync.Wai
 			case err == nil:
 				h = &got
 			case !errors.Is(err, ErrNotFound):
-				<-s.senders
-				return claimed, err // the claim lapses and another attempt comes
+				return i, err // the claims lapse and other attempts come
 			}
 			hooks[d.WebhookID] = h
+		}
+		select {
+		case s.senders <- struct{}{}:
+		case <-ctx.Done():
+			return i, nil
 		}
 		wg.Go(func() {
 			defer func() { <-s.senders }()
 			s.attempt(context.WithoutCancel(ctx), client, h, d)
 		})
 	}
-	return claimed, nil
+	return len(due), nil
 }
 
 // attempt sends d once and records the outcome: delivered on a 2xx within the time bound;

@@ -99,11 +99,10 @@ type Store interface {
 	InsertDeliveries(ctx context.Context, ds []Delivery) error
 	// Deliveries returns a page of webhookID's deliveries, newest first, and their total.
 	Deliveries(ctx context.Context, webhookID string, skip, limit int64) ([]Delivery, int64, error)
-	// DueDeliveries returns up to limit pending deliveries due at now.
-	DueDeliveries(ctx context.Context, now time.Time, limit int64) ([]Delivery, error)
-	// ClaimDelivery moves a pending delivery's next attempt from due to until, so that no
-	// other sender takes it meanwhile; false when another did first.
-	ClaimDelivery(ctx context.Context, id string, due, until time.Time) (bool, error)
+	// ClaimDue claims up to limit pending deliveries due at now, most overdue first, by
+	// moving their next attempt to until in one write, so that no other sender takes them
+	// meanwhile, and returns those it claimed (with next attempt until).
+	ClaimDue(ctx context.Context, now, until time.Time, limit int64) ([]Delivery, error)
 	// SaveAttempt writes the outcome of an attempt (status, attempts, last answer, next
 	// attempt, delivered_at) while the delivery is still claimed until claimed; false when a
 	// sender took it over meanwhile (its own outcome counts then).
@@ -145,7 +144,7 @@ type Service struct {
 }
 
 // maxSenders bounds the deliveries in flight per replica.
-const maxSenders = 16
+const maxSenders = 32
 
 // New builds a Service.
 func New(o Options) (*Service, error) {

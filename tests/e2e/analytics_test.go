@@ -145,7 +145,7 @@ func scanForClientIPs(ctx context.Context) error {
 	needles := append([]string{"198.18."}, visitorIPs...)
 	// The API token secrets, and their random part alone, must be nowhere either.
 	for _, s := range issuedSecrets {
-		needles = append(needles, s, strings.TrimPrefix(s, "lm_"))
+		needles = append(needles, s, strings.TrimPrefix(strings.TrimPrefix(s, "lm_"), "whsec_"))
 	}
 	found := func(where, text string) error {
 		for _, n := range needles {

@@ -332,7 +332,7 @@ func scanLogsForSecrets(dir string) error {
 		}
 		scanned++
 		for _, s := range issuedSecrets {
-			if strings.Contains(string(b), strings.TrimPrefix(s, "lm_")) {
+			if strings.Contains(string(b), strings.TrimPrefix(strings.TrimPrefix(s, "lm_"), "whsec_")) {
 				return fmt.Errorf("secret %s… found in the log %s", s[:8], f)
 			}
 		}

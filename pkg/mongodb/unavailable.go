@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
 	"github.com/linkmesh/linkmesh/pkg/errs"
@@ -45,7 +46,7 @@ func Unavailable(err error) bool {
 	// A server-selection timeout (topology.ServerSelectionError wrapping the deadline) is caught
 	// by IsTimeout. The same type without a timeout is an invalid read preference, which no
 	// amount of waiting fixes, so the type alone is not enough.
-	case mongo.IsNetworkError(err), mongo.IsTimeout(err), connectionLost(err):
+	case mongo.IsNetworkError(err), mongo.IsTimeout(err), connectionLost(err), poolCleared(err):
 		return true
 	}
 	if se := mongo.ServerError(nil); errors.As(err, &se) {
@@ -70,8 +71,16 @@ func fromDriver(err error) bool {
 		// stopped answering.
 		wait topology.WaitQueueTimeoutError
 	)
-	return errors.As(err, &sel) || errors.As(err, &conn) || errors.As(err, &srv) || errors.As(err, &wait) ||
+	return errors.As(err, &sel) || errors.As(err, &conn) || errors.As(err, &srv) || errors.As(err, &wait) || poolCleared(err) ||
 		errors.Is(err, mongo.ErrClientDisconnected) || errors.Is(err, topology.ErrTopologyClosed)
+}
+
+// poolCleared reports whether err is the driver's "connection pool ... was cleared": another
+// operation on the same server lost its connection, and every operation waiting for one is
+// turned away with this (a retryable pool error) rather than with a network error.
+func poolCleared(err error) bool {
+	var rpe driver.RetryablePoolError
+	return errors.As(err, &rpe) && rpe.Retryable()
 }
 
 // connectionLost catches socket failures that reach the caller without the driver's

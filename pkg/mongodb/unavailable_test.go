@@ -48,6 +48,8 @@ func TestUnavailable(t *testing.T) {
 		{"dial refused inside a connection error", fmt.Errorf("ping: %w", topology.ConnectionError{Wrapped: refused}), true},
 		{"a bare dial refusal (a Redis or peer call)", fmt.Errorf("get: %w", refused), false},
 		{"connection closed by peer", topology.ConnectionError{Wrapped: io.ErrUnexpectedEOF}, true},
+		// The driver's own type is unexported; it is known by the interface it satisfies.
+		{"pool cleared after another operation's connection broke", fmt.Errorf("insert link: %w", poolClearedLike{}), true},
 		{"inside internal errs.Error", fmt.Errorf("h: %w", &errs.Error{Kind: errs.KindInternal, Message: "m", Err: topology.ConnectionError{Wrapped: refused}}), true},
 
 		{"caller canceled", context.Canceled, false},
@@ -212,3 +214,11 @@ func TestUnavailableRealFailures(t *testing.T) {
 		})
 	}
 }
+
+// poolClearedLike stands for the driver's "connection pool ... was cleared" error.
+type poolClearedLike struct{}
+
+func (poolClearedLike) Error() string {
+	return "connection pool for 127.0.0.1:1 was cleared because another operation failed"
+}
+func (poolClearedLike) Retryable() bool { return true }

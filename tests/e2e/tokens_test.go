@@ -162,6 +162,11 @@ func TestAPITokenLifecycle(t *testing.T) {
 	withToken(t, secret, "", "GET", "/api/user/tokens", "").wantError(t, 403, "API tokens are not accepted on this route")
 	withToken(t, secret, "", "POST", "/api/user/tokens", `{"name":"x","scopes":["links:read"]}`).wantError(t, 403, "API tokens are not accepted on this route")
 	withToken(t, secret, "", "GET", "/api/auth/me", "").wantError(t, 403, "API tokens are not accepted on this route")
+	withToken(t, secret, a.cookie, "POST", "/api/auth/logout", "").wantError(t, 403, "API tokens are not accepted on this route")
+	withToken(t, secret, "", "POST", "/api/auth/login", `{"email":"x@example.com","password":"y"}`).wantError(t, 403, "API tokens are not accepted on this route")
+	if r := as(t, a.cookie, "GET", "/api/auth/me", ""); r.status != 200 {
+		t.Fatalf("a refused logout with a token must not end the session: %d", r.status)
+	}
 	withToken(t, secret, "", "GET", "/api/admin/overview", "").wantError(t, 403, "API tokens are not accepted on this route")
 	withToken(t, secret, "", "GET", "/api/user/links/"+code+"/analytics", "").wantError(t, 403, "token lacks scope analytics:read")
 	// Another user's links stay 404 to the token.

@@ -12,7 +12,7 @@ import (
 
 // registerAuth mounts /api/auth/*: the auth service does the work, the gateway owns the cookie.
 func (h *handlers) registerAuth(api fiber.Router) {
-	g := api.Group("/auth")
+	g := api.Group("/auth", session.RefuseTokens)
 	g.Post("/register", h.register)
 	g.Post("/login", h.login)
 	g.Post("/google", h.google)

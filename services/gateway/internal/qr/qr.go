@@ -110,7 +110,9 @@ func drawPNG(bits [][]bool, size, margin int) ([]byte, error) {
 		}
 	}
 	var b bytes.Buffer
-	if err := (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&b, img); err != nil {
+	// The fastest compression: an anonymous route, so each image must cost little to draw
+	// (two colours compress well at any level).
+	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&b, img); err != nil {
 		return nil, fmt.Errorf("encode png: %w", err)
 	}
 	return b.Bytes(), nil

@@ -25,7 +25,7 @@ func SameSite(baseURL string) fiber.Handler {
 			return c.Next()
 		}
 		// A token request is decided by its token, which no other site can make a browser
-		// send; /api/auth/* refuses tokens anyway.
+		// send; /api/auth/* refuses tokens (RefuseTokens), after this check.
 		if _, bearer, _ := BearerToken(c); bearer && !strings.HasPrefix(c.Path(), "/api/auth/") {
 			return c.Next()
 		}

@@ -127,6 +127,15 @@ func (g *Gate) Admit(r Rule) fiber.Handler {
 	}
 }
 
+// RefuseTokens answers 403 to a request that carries an API token: the routes it guards
+// (/api/auth/*) sign in, out and up with passwords and sessions, never with a token.
+func RefuseTokens(c *fiber.Ctx) error {
+	if _, bearer, _ := BearerToken(c); bearer {
+		return errs.Forbidden("API tokens are not accepted on this route")
+	}
+	return c.Next()
+}
+
 // BearerToken returns the API token secret of the request's Authorization field; ok is false
 // without the field. Any other scheme is a 401: a client that sends credentials must learn
 // that they were not used.

@@ -40,7 +40,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	if err != nil {
 		return service.Parts{}, err
 	}
-	hooks, err := webhooks.New(webhooks.Options{Store: hookStore, Key: cfg.WebhookKey.Reveal(), RetryBase: cfg.WebhookRetryBase,
+	hooks, err := webhooks.New(webhooks.Options{Store: hookStore, Outbox: st, Key: cfg.WebhookKey.Reveal(), RetryBase: cfg.WebhookRetryBase,
 		Guard:  &webhooks.Guard{URLs: checker, Resolver: cfg.Resolver(), Allowed: cfg.WebhookCIDRs(), LookupTimeout: cfg.DNSTimeout},
 		Logger: env.Logger})
 	if err != nil {
@@ -57,7 +57,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	}
 	events.Measure(env.Metrics)
 	svc := links.NewService(links.Options{
-		Events: webhooks.Sink{Redis: env.Stores.Redis},
+		Events: webhooks.Sink{Redis: env.Stores.Redis, Hooks: hooks},
 		Store:  st, Cache: cache.New(env.Stores.Redis, env.Logger), URLs: checker, BaseURL: cfg.BaseURL,
 		// Longer than the quota service takes to settle a reservation (5 s at most), so an
 		// answer is never abandoned with its unit taken.
@@ -81,5 +81,5 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	expiries := mongodb.Sweeper{What: "expired links' events", Interval: 5 * time.Second, Now: time.Now, Logger: env.Logger,
 		Delete: svc.WriteExpiries}
 	return service.Parts{Workers: []func(context.Context){renew.Run, purges.Run, expiries.Run, svc.RunRelay, events.Run,
-		hooks.RunDeliveries}}, nil
+		hooks.RunDeliveries, hooks.RunClearer}}, nil
 }

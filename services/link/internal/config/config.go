@@ -44,7 +44,7 @@ type Config struct {
 	// receivers), over plain HTTP too; empty allows none.
 	WebhookAllowedCIDRs string `env:"LINKMESH_WEBHOOK_ALLOWED_CIDRS"`
 	// WebhookRetryBase scales the retry schedule of deliveries (5 s: retries after 5 s, 5 min,
-	// 30 min, 2 h, 5 h, 10 h and 10 h).
+	// 30 min, 2 h, 5 h, 8 h and 8 h: about 24 h).
 	WebhookRetryBase time.Duration `env:"LINKMESH_WEBHOOK_RETRY_BASE" envDefault:"5s"`
 }
 

@@ -162,11 +162,11 @@ func (s *Service) switchStatus(ctx context.Context, code, from, to, action strin
 			err = errors.Join(err, uerr)
 		}
 		s.cache.Invalidate(ctx, code)
-		s.kickRelay()
+		s.kickRelay(written.ID)
 		return link.Link{}, err
 	}
 	s.cache.Invalidate(ctx, code)
-	s.kickRelay()
+	s.kickRelay(written.ID)
 	l.Status = to
 	v := []link.Link{s.view(l)}
 	// The action stands; an analytics outage only leaves its answer's click_count at 0.
@@ -199,15 +199,17 @@ func (s *Service) DisableOwner(ctx context.Context, caller identity.Caller, owne
 			return 0, err
 		}
 	}
-	codes, err := s.store.DisableOwner(ctx, ownerID, req.Reason, s.now())
-	for _, code := range codes { // those disabled before a failure too
-		s.cache.Invalidate(ctx, code)
+	disabled, err := s.store.DisableOwner(ctx, ownerID, req.Reason, s.now())
+	ids := make([]string, 0, len(disabled))
+	for _, l := range disabled { // those disabled before a failure too
+		s.cache.Invalidate(ctx, l.ShortCode)
+		ids = append(ids, l.ID)
 	}
-	s.kickRelay()
+	s.kickRelay(ids...)
 	if err != nil {
 		return 0, storeError(err)
 	}
-	return int64(len(codes)), nil
+	return int64(len(disabled)), nil
 }
 
 // Purge deletes the link code for good — soft-deleted or not — with its clicks and rollups
@@ -267,8 +269,8 @@ func (s *Service) finishPurge(ctx context.Context, l Link) error {
 	if err := s.mod.DeleteReports(ctx, l.ID); err != nil {
 		return err
 	}
-	// The link.purged event (written with the mark) leaves with the document otherwise.
-	if err := s.relayLink(ctx, l.ID); err != nil {
+	// The link.purged event (written with the mark) would leave with the document.
+	if err := s.deliverLink(ctx, l.ID); err != nil {
 		return err
 	}
 	if err := s.store.DeleteByID(ctx, l.ID); err != nil {

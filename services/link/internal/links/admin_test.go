@@ -36,16 +36,16 @@ func (s *fakeStore) Undo(_ context.Context, id string, rev int64, ch Change) (bo
 	return false, s.failErr
 }
 
-func (s *fakeStore) DisableOwner(_ context.Context, ownerID string, reason *string, _ time.Time) ([]string, error) {
-	var codes []string
+func (s *fakeStore) DisableOwner(_ context.Context, ownerID string, reason *string, _ time.Time) ([]Link, error) {
+	var disabled []Link
 	for code, l := range s.links {
 		if l.OwnerID == ownerID && l.DeletedAt == nil && l.Status == link.StatusActive {
 			l.Status, l.DisabledReason = link.StatusDisabled, reason
 			s.links[code] = l
-			codes = append(codes, code)
+			disabled = append(disabled, l)
 		}
 	}
-	return codes, s.failErr
+	return disabled, s.failErr
 }
 
 func (s *fakeStore) MarkPurge(_ context.Context, id string, m PurgeMark) (PurgeMark, error) {

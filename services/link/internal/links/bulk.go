@@ -90,6 +90,10 @@ func (s *Service) Bulk(ctx context.Context, caller identity.Caller, req link.Bul
 	}
 	if window.Name != "" {
 		window.Remaining += released
+	} else {
+		window = s.usage(ctx, caller) // no item reached the reservation
+	}
+	if window.Name != "" {
 		out.Quota = &window
 	}
 	return out, nil
@@ -117,10 +121,10 @@ func (s *Service) replayBulk(ctx context.Context, work []*bulkItem, out *link.Bu
 			continue
 		}
 		prev, found, err := s.replay(ctx, w.link.ID, w.link.Request)
-		if err != nil && errs.IsKind(err, errs.KindUnprocessable) {
-			return err
-		}
-		if !found {
+		switch {
+		case err != nil && (errs.IsKind(err, errs.KindUnprocessable) || !found):
+			return storeError(err) // another body under the key, or the store failing
+		case !found:
 			continue
 		}
 		work[i] = nil
@@ -219,12 +223,24 @@ func (s *Service) insertBulk(ctx context.Context, work []*bulkItem, out *link.Bu
 	}
 	outcomes, err := s.store.InsertEach(ctx, batch)
 	if err != nil {
-		// Nothing is known to be stored: give every unit back; a retry with the same
-		// Idempotency-Key finds whatever was.
-		for _, i := range idx {
-			s.release(ctx, unit{release: work[i].unit})
+		// Some may be stored all the same (a timeout after the write): those keep their
+		// units, the others give theirs back; a retry with the same Idempotency-Key finds
+		// whatever was stored.
+		ids := make([]string, len(batch))
+		for n, l := range batch {
+			ids[n] = l.ID
 		}
-		return 0, err
+		stored, serr := s.store.ExistingIDs(context.WithoutCancel(ctx), ids)
+		if serr != nil {
+			s.log.ErrorContext(ctx, "find the links of a failed bulk insert; their units stay taken", "err", serr)
+			return 0, storeError(err)
+		}
+		for n, i := range idx {
+			if !stored[batch[n].ID] {
+				s.release(ctx, unit{release: work[i].unit})
+			}
+		}
+		return 0, storeError(err)
 	}
 	released := 0
 	for n, i := range idx {
@@ -234,7 +250,15 @@ func (s *Service) insertBulk(ctx context.Context, work []*bulkItem, out *link.Bu
 			// with the same key that stored it first.
 			l, err = s.insert(ctx, work[i].link, work[i].req.CustomCode)
 			if errors.Is(err, errSameKey) {
-				l, _, err = s.replay(ctx, work[i].link.ID, work[i].link.Request)
+				// A concurrent request with the same key stored it, with its own unit.
+				s.release(ctx, unit{release: work[i].unit})
+				released++
+				if l, _, err = s.replay(ctx, work[i].link.ID, work[i].link.Request); err == nil {
+					s.created(out, i, l)
+					continue
+				}
+				out.Results[i] = failed(i, err)
+				continue
 			}
 		}
 		if err != nil {

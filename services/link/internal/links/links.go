@@ -103,6 +103,9 @@ type Change struct {
 	ClearDisabledReason bool
 	// Event, when set, is written to the link's outbox with the change.
 	Event *Event
+	// IfStatus, when set, makes an owner's change conditional on the link's status still
+	// being it (a moderator may disable the link between the owner's read and write).
+	IfStatus string
 }
 
 // Apply makes the change to l.
@@ -195,6 +198,8 @@ type Store interface {
 	// InsertEach stores ls in one round trip and returns each one's outcome (nil, or
 	// ErrCodeTaken for a taken code or id).
 	InsertEach(ctx context.Context, ls []Link) ([]error, error)
+	// ExistingIDs says which of ids are stored.
+	ExistingIDs(ctx context.Context, ids []string) (map[string]bool, error)
 	// FindByCode returns the link with code, soft-deleted ones included.
 	FindByCode(ctx context.Context, code string) (Link, error)
 	// FindByID returns the link with id, soft-deleted ones included; ErrNotFound if none.
@@ -215,8 +220,8 @@ type Store interface {
 	// undo of a write that nothing has changed since.
 	Undo(ctx context.Context, id string, rev int64, ch Change) (bool, error)
 	// DisableOwner disables every live enabled link of ownerID, each with a link.disabled
-	// event at at, and returns their codes.
-	DisableOwner(ctx context.Context, ownerID string, reason *string, at time.Time) ([]string, error)
+	// event at at, and returns them.
+	DisableOwner(ctx context.Context, ownerID string, reason *string, at time.Time) ([]Link, error)
 	// MarkPurge marks the link with id for permanent deletion, with a link.purged event,
 	// unless it is marked already; it returns the mark that holds.
 	MarkPurge(ctx context.Context, id string, m PurgeMark) (PurgeMark, error)
@@ -226,10 +231,13 @@ type Store interface {
 	DeleteByID(ctx context.Context, id string) error
 	// CountStates counts every stored link not being purged by state as of now.
 	CountStates(ctx context.Context, now time.Time) (link.LinkCounts, error)
-	// OutboxDue returns up to limit links holding events written before before.
-	OutboxDue(ctx context.Context, before time.Time, limit int64) ([]Link, error)
-	// ClearOutboxes removes events now on the stream from their links' outboxes (link id →
-	// event ids), in one write.
+	// OutboxDue returns up to limit links holding events, oldest first, whose oldest event
+	// was written after after (zero: any) and at or before before.
+	OutboxDue(ctx context.Context, after, before time.Time, limit int64) ([]Link, error)
+	// FindByIDs returns the links with ids (those that exist).
+	FindByIDs(ctx context.Context, ids []string) ([]Link, error)
+	// ClearOutboxes removes events made durable elsewhere from their links' outboxes (link
+	// id → event ids), in one write.
 	ClearOutboxes(ctx context.Context, sent map[string][]string) error
 	// ExpiriesDue returns up to limit links whose expiry at or before now owes an event.
 	ExpiriesDue(ctx context.Context, now time.Time, limit int64) ([]Link, error)

@@ -58,7 +58,7 @@ func (s *Service) Renew(ctx context.Context, caller identity.Caller, code string
 		return link.Link{}, errs.Forbidden(link.MsgDisabled)
 	}
 	l.ExpiresAt = s.now().UTC().Truncate(time.Millisecond).AddDate(0, 0, days)
-	if err := s.change(ctx, caller, code, Change{ExpiresAt: &l.ExpiresAt, Event: s.event(link.EventRenewed)}); err != nil {
+	if err := s.change(ctx, caller, l, Change{ExpiresAt: &l.ExpiresAt, Event: s.event(link.EventRenewed), IfStatus: link.StatusActive}); err != nil {
 		return link.Link{}, err
 	}
 	return s.ownerView(ctx, l)
@@ -94,7 +94,8 @@ func (s *Service) Edit(ctx context.Context, caller identity.Caller, code string,
 		return link.Link{}, errs.Invalid("destination_url%s", strings.TrimPrefix(err.Error(), "url"))
 	}
 	at := s.now().UTC().Truncate(time.Millisecond)
-	if err := s.change(ctx, caller, code, Change{DestinationURL: &dest, DestinationChangedAt: &at, Event: s.event(link.EventUpdated)}); err != nil {
+	if err := s.change(ctx, caller, l, Change{DestinationURL: &dest, DestinationChangedAt: &at, Event: s.event(link.EventUpdated),
+		IfStatus: link.StatusActive}); err != nil {
 		return link.Link{}, err
 	}
 	l.DestinationURL, l.DestinationChangedAt = dest, &at
@@ -104,11 +105,12 @@ func (s *Service) Edit(ctx context.Context, caller identity.Caller, code string,
 // Delete soft-deletes caller's link code: it answers 404 everywhere from then on, and a
 // second delete is a 404 too.
 func (s *Service) Delete(ctx context.Context, caller identity.Caller, code string) error {
-	if _, err := s.owned(ctx, caller, code); err != nil {
+	l, err := s.owned(ctx, caller, code)
+	if err != nil {
 		return err
 	}
 	at := s.now().UTC().Truncate(time.Millisecond)
-	return s.change(ctx, caller, code, Change{DeletedAt: &at, Event: s.event(link.EventDeleted)})
+	return s.change(ctx, caller, l, Change{DeletedAt: &at, Event: s.event(link.EventDeleted)})
 }
 
 // Owned is caller's live link code in the owner's view.
@@ -155,16 +157,22 @@ func (s *Service) owned(ctx context.Context, caller identity.Caller, code string
 
 // change applies ch to caller's live link code in one conditional update, then drops every
 // cached copy. A link deleted between the check and the update is a 404, not a change.
-func (s *Service) change(ctx context.Context, caller identity.Caller, code string, ch Change) error {
+func (s *Service) change(ctx context.Context, caller identity.Caller, l Link, ch Change) error {
+	code, id := l.ShortCode, l.ID
 	ok, err := s.store.UpdateLive(ctx, code, caller.UserID, ch)
 	if err != nil {
 		return storeError(err)
 	}
 	if !ok {
+		// Deleted meanwhile (404), or, for a change that needs an active link, disabled
+		// meanwhile (403, as if the read had seen it).
+		if l, err := s.owned(ctx, caller, code); err == nil && ch.IfStatus != "" && l.Status != ch.IfStatus {
+			return errs.Forbidden(link.MsgDisabled)
+		}
 		return errs.NotFound(link.MsgNotFound)
 	}
 	s.cache.Invalidate(ctx, code)
-	s.kickRelay()
+	s.kickRelay(id)
 	return nil
 }
 

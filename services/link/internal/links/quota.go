@@ -57,3 +57,17 @@ func (s *Service) release(ctx context.Context, u unit) {
 		s.log.ErrorContext(ctx, "release quota unit", "err", err)
 	}
 }
+
+// usage is caller's creation window as it stands, for an answer that took no unit (a
+// replay); a zero window when the quota service cannot say (the answer stands without it).
+func (s *Service) usage(ctx context.Context, caller identity.Caller) ratelimit.Window {
+	req := quota.ReserveRequest{Scope: quota.ScopeUserCreate, Key: caller.UserID, Limit: &caller.QuotaLimit}
+	if caller.IsAnonymous() {
+		req = quota.ReserveRequest{Scope: quota.ScopeAnonymousCreate, Key: caller.IPHash}
+	}
+	res, err := s.quota.Usage(ctx, req)
+	if err != nil {
+		return ratelimit.Window{}
+	}
+	return res.Window(CreatePolicy, s.now())
+}

@@ -57,8 +57,9 @@ type Service struct {
 	baseURL string
 	now     func() time.Time
 	newCode func() (string, error)
-	events  EventSink
-	kick    chan struct{}
+	events     EventSink
+	kick       chan struct{}
+	relayState relayState
 }
 
 // NewService wires the rules.
@@ -97,7 +98,8 @@ func (s *Service) CreateReporting(ctx context.Context, caller identity.Caller, r
 		}
 		l.ID, l.Request = idempotentID(caller, req.IdempotencyKey), fingerprint(req)
 		if prev, found, err := s.replay(ctx, l.ID, l.Request); found || err != nil {
-			return prev, ratelimit.Window{}, err // the first attempt's link, without another unit of quota
+			// The first attempt's link, without another unit of quota: the window as it is.
+			return prev, s.usage(ctx, caller), err
 		}
 	}
 	unit, window, err := s.reserve(ctx, caller)
@@ -106,7 +108,10 @@ func (s *Service) CreateReporting(ctx context.Context, caller identity.Caller, r
 	}
 	if err := s.urls.Check(ctx, req.URL); err != nil {
 		s.release(ctx, unit)
-		return Link{}, ratelimit.Window{}, errs.Invalid("%s", err.Error())
+		refused := errs.Invalid("%s", err.Error())
+		window.Remaining++ // the unit is back
+		refused.RateLimits = []ratelimit.Window{window}
+		return Link{}, ratelimit.Window{}, refused
 	}
 	if l, err = s.insert(ctx, l, req.CustomCode); err != nil {
 		s.release(ctx, unit)
@@ -119,7 +124,7 @@ func (s *Service) CreateReporting(ctx context.Context, caller identity.Caller, r
 	}
 	// Drop every cached "unknown code" answer for a code that now exists.
 	s.cache.Created(ctx, l.ShortCode)
-	s.kickRelay()
+	s.kickRelay(l.ID)
 	return l, window, nil
 }
 

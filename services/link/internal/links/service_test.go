@@ -84,7 +84,7 @@ func (s *fakeStore) List(_ context.Context, q ListQuery) ([]Link, int64, error) 
 
 func (s *fakeStore) UpdateLive(_ context.Context, code, owner string, ch Change) (bool, error) {
 	l, ok := s.links[code]
-	if s.failErr != nil || !ok || l.OwnerID != owner || l.DeletedAt != nil {
+	if s.failErr != nil || !ok || l.OwnerID != owner || l.DeletedAt != nil || (ch.IfStatus != "" && l.Status != ch.IfStatus) {
 		return false, s.failErr
 	}
 	if ch.ExpiresAt != nil {
@@ -376,10 +376,26 @@ func TestResolveAndInfo(t *testing.T) {
 	}
 }
 
-func (s *fakeStore) OutboxDue(context.Context, time.Time, int64) ([]Link, error) { return nil, nil }
+func (s *fakeStore) OutboxDue(context.Context, time.Time, time.Time, int64) ([]Link, error) {
+	return nil, nil
+}
+
+func (s *fakeStore) FindByIDs(context.Context, []string) ([]Link, error) { return nil, nil }
 
 func (s *fakeStore) ClearOutboxes(context.Context, map[string][]string) error { return nil }
 
 func (s *fakeStore) ExpiriesDue(context.Context, time.Time, int64) ([]Link, error) { return nil, nil }
 
 func (s *fakeStore) MarkExpired(context.Context, string, time.Time) (bool, error) { return false, nil }
+
+func (s *fakeStore) ExistingIDs(_ context.Context, ids []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, l := range s.links {
+		for _, id := range ids {
+			if l.ID == id {
+				out[id] = true
+			}
+		}
+	}
+	return out, nil
+}

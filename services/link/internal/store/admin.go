@@ -31,26 +31,26 @@ func (s *Store) Undo(ctx context.Context, id string, rev int64, ch links.Change)
 
 // DisableOwner disables every live enabled link of ownerID, one conditional write each,
 // and returns their codes so that every cache can be told.
-func (s *Store) DisableOwner(ctx context.Context, ownerID string, reason *string, at time.Time) ([]string, error) {
+func (s *Store) DisableOwner(ctx context.Context, ownerID string, reason *string, at time.Time) ([]links.Link, error) {
 	filter := bson.D{{Key: "owner_id", Value: ownerID}, live(), {Key: "status", Value: link.StatusActive}}
 	ids, err := s.ids(ctx, filter)
 	if err != nil {
 		return nil, fmt.Errorf("find owner's links: %w", err)
 	}
-	var codes []string
+	var disabled []links.Link
 	for _, id := range ids {
 		l, ok, err := s.apply(ctx, append(bson.D{{Key: "_id", Value: id}}, filter...), func(l *links.Link) {
 			l.Status, l.DisabledReason = link.StatusDisabled, reason
 			l.Outbox = append(l.Outbox, links.NewEvent(link.EventDisabled, at))
 		})
 		if err != nil {
-			return codes, fmt.Errorf("disable owner's link: %w", err)
+			return disabled, fmt.Errorf("disable owner's link: %w", err)
 		}
 		if ok {
-			codes = append(codes, l.ShortCode)
+			disabled = append(disabled, l)
 		}
 	}
-	return codes, nil
+	return disabled, nil
 }
 
 // MarkPurge marks the link with id for permanent deletion (and soft-deletes it, so every

@@ -57,7 +57,14 @@ func TestAdminQueries(t *testing.T) {
 		t.Fatalf("counts %+v, %v", counts, err)
 	}
 
-	off, err := s.DisableOwner(ctx, "u1", nil, time.Now())
+	disabled, err := s.DisableOwner(ctx, "u1", nil, time.Now())
+	var off []string
+	for _, l := range disabled {
+		off = append(off, l.ShortCode)
+		if len(l.Outbox) != 1 || l.Outbox[0].Type != link.EventDisabled {
+			t.Fatalf("a disabled link's outbox: %+v", l.Outbox)
+		}
+	}
 	slices.Sort(off)
 	if err != nil || fmt.Sprint(off) != "[adm0001 adm0002]" {
 		t.Fatalf("disabled %v, %v", off, err)

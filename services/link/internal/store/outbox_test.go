@@ -34,7 +34,7 @@ func TestOutboxAndExpiries(t *testing.T) {
 	if err := s.Insert(ctx, anon); err != nil {
 		t.Fatal(err)
 	}
-	due, err := s.OutboxDue(ctx, now, 10)
+	due, err := s.OutboxDue(ctx, time.Time{}, now, 10)
 	if err != nil || len(due) != 1 || len(due[0].Outbox) != 1 || due[0].Outbox[0] != created {
 		t.Fatalf("outbox due: %+v %v", due, err)
 	}
@@ -54,17 +54,21 @@ func TestOutboxAndExpiries(t *testing.T) {
 	if left, _ := s.FindByID(ctx, "o1"); len(left.Outbox) != 1 || left.Outbox[0] != renewed {
 		t.Fatalf("after clearing the first event: %+v", left.Outbox)
 	}
-	if due, _ := s.OutboxDue(ctx, now, 10); len(due) != 1 {
+	if due, _ := s.OutboxDue(ctx, time.Time{}, now, 10); len(due) != 1 {
 		t.Fatalf("a link with an event left is no longer due: %+v", due)
 	}
 	if err := s.ClearOutboxes(ctx, map[string][]string{"o1": {renewed.ID}}); err != nil {
 		t.Fatal(err)
 	}
+	// A second relay clearing the same events (or a link without an outbox) is no error.
+	if err := s.ClearOutboxes(ctx, map[string][]string{"o1": {renewed.ID}, "o2": {"evt_x"}}); err != nil {
+		t.Fatalf("clearing again: %v", err)
+	}
 	after, _ := s.FindByID(ctx, "o1")
 	if len(after.Outbox) != 0 || after.Rev != got.Rev {
 		t.Fatalf("after clearing: outbox %+v, rev %d then %d", after.Outbox, got.Rev, after.Rev)
 	}
-	if due, _ := s.OutboxDue(ctx, now.Add(time.Hour), 10); len(due) != 0 {
+	if due, _ := s.OutboxDue(ctx, time.Time{}, now.Add(time.Hour), 10); len(due) != 0 {
 		t.Fatalf("a cleared outbox is still due: %+v", due)
 	}
 
@@ -94,6 +98,28 @@ func TestOutboxAndExpiries(t *testing.T) {
 	}
 	if due, _ := s.ExpiriesDue(ctx, again, 10); len(due) != 1 {
 		t.Fatalf("a renewed link owes its next expiry: %+v", due)
+	}
+}
+
+// An owner's change that needs an active link does not touch one disabled meanwhile.
+func TestOwnerChangeNeedsTheStatusItRead(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(ctx, testenv.Mongo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if err := s.Insert(ctx, links.Link{ID: "s1", ShortCode: "sta1234", OwnerID: "u1", DestinationURL: "https://example.com/a",
+		CreatedAt: now, ExpiresAt: now.Add(time.Hour), Status: link.StatusDisabled}); err != nil {
+		t.Fatal(err)
+	}
+	dest := "https://example.com/b"
+	ok, err := s.UpdateLive(ctx, "sta1234", "u1", links.Change{DestinationURL: &dest, IfStatus: link.StatusActive})
+	if err != nil || ok {
+		t.Fatalf("a disabled link was edited: %v %v", ok, err)
+	}
+	if got, _ := s.FindByID(ctx, "s1"); got.DestinationURL != "https://example.com/a" {
+		t.Fatalf("destination %q", got.DestinationURL)
 	}
 }
 

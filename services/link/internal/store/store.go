@@ -236,7 +236,11 @@ func (s *Store) Update(ctx context.Context, code string, ch links.Change) error 
 // UpdateLive applies ch to the live link with code owned by ownerID: a link soft-deleted or
 // handed to nobody else meanwhile is not touched.
 func (s *Store) UpdateLive(ctx context.Context, code, ownerID string, ch links.Change) (bool, error) {
-	return s.update(ctx, bson.D{{Key: "short_code", Value: code}, {Key: "owner_id", Value: ownerID}, live()}, ch)
+	filter := bson.D{{Key: "short_code", Value: code}, {Key: "owner_id", Value: ownerID}, live()}
+	if ch.IfStatus != "" {
+		filter = append(filter, bson.E{Key: "status", Value: ch.IfStatus})
+	}
+	return s.update(ctx, filter, ch)
 }
 
 func (s *Store) update(ctx context.Context, filter bson.D, ch links.Change) (bool, error) {
@@ -382,9 +386,19 @@ func fromEventDocs(ds []eventDoc) []links.Event {
 	return out
 }
 
-// OutboxDue returns up to limit links holding events written before before, oldest first.
-func (s *Store) OutboxDue(ctx context.Context, before time.Time, limit int64) ([]links.Link, error) {
-	return s.find(ctx, bson.D{{Key: "outbox_at", Value: bson.D{{Key: "$lte", Value: before}}}}, bson.D{{Key: "outbox_at", Value: 1}}, limit)
+// OutboxDue returns up to limit links holding events, oldest first, whose oldest event was
+// written after after (zero: any) and at or before before.
+func (s *Store) OutboxDue(ctx context.Context, after, before time.Time, limit int64) ([]links.Link, error) {
+	at := bson.D{{Key: "$lte", Value: before}}
+	if !after.IsZero() {
+		at = append(at, bson.E{Key: "$gt", Value: after})
+	}
+	return s.find(ctx, bson.D{{Key: "outbox_at", Value: at}}, bson.D{{Key: "outbox_at", Value: 1}}, limit)
+}
+
+// FindByIDs returns the links with ids (those that exist).
+func (s *Store) FindByIDs(ctx context.Context, ids []string) ([]links.Link, error) {
+	return s.find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, bson.D{{Key: "_id", Value: 1}}, 0)
 }
 
 // ClearOutboxes removes events now on the stream from their links' outboxes (link id →
@@ -405,7 +419,7 @@ func (s *Store) ClearOutboxes(ctx context.Context, sent map[string][]string) err
 			events = append(events, e)
 		}
 	}
-	keep := bson.D{{Key: "$filter", Value: bson.D{{Key: "input", Value: "$outbox"}, {Key: "as", Value: "e"},
+	keep := bson.D{{Key: "$filter", Value: bson.D{{Key: "input", Value: bson.D{{Key: "$ifNull", Value: bson.A{"$outbox", bson.A{}}}}}, {Key: "as", Value: "e"},
 		{Key: "cond", Value: bson.D{{Key: "$not", Value: bson.A{bson.D{{Key: "$in", Value: bson.A{"$$e.id", events}}}}}}}}}}
 	emptied := bson.D{{Key: "$eq", Value: bson.A{bson.D{{Key: "$size", Value: "$outbox"}}, 0}}}
 	update := bson.A{
@@ -415,7 +429,9 @@ func (s *Store) ClearOutboxes(ctx context.Context, sent map[string][]string) err
 			{Key: "outbox_at", Value: bson.D{{Key: "$cond", Value: bson.A{emptied, "$$REMOVE", "$outbox_at"}}}},
 		}}},
 	}
-	if _, err := s.links.UpdateMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, update); err != nil {
+	// Only links that still hold an outbox: another relay may have cleared one already.
+	filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}, {Key: "outbox", Value: bson.D{{Key: "$exists", Value: true}}}}
+	if _, err := s.links.UpdateMany(ctx, filter, update); err != nil {
 		return fmt.Errorf("clear link outboxes: %w", err)
 	}
 	return nil
@@ -445,4 +461,19 @@ func (s *Store) find(ctx context.Context, filter, sort bson.D, limit int64) ([]l
 		return nil, err
 	}
 	return fromDocs(docs), nil
+}
+
+// ExistingIDs says which of ids are stored.
+func (s *Store) ExistingIDs(ctx context.Context, ids []string) (map[string]bool, error) {
+	found, err := mongodb.Find[struct {
+		ID string `bson:"_id"`
+	}](ctx, s.links, "links", bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, bson.D{{Key: "_id", Value: 1}}, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(found))
+	for _, f := range found {
+		out[f.ID] = true
+	}
+	return out, nil
 }

@@ -20,8 +20,8 @@ import (
 )
 
 // retrySchedule is the wait before each retry, in units of the retry base (5 s): 5 s,
-// 5 min, 30 min, 2 h, 5 h, 10 h, 10 h — about 27 h after the first attempt, then failed.
-var retrySchedule = []time.Duration{1, 60, 360, 1440, 3600, 7200, 7200}
+// 5 min, 30 min, 2 h, 5 h, 8 h, 8 h — about 24 h after the first attempt, then failed.
+var retrySchedule = []time.Duration{1, 60, 360, 1440, 3600, 5760, 5760}
 
 // claimLease is how long a claimed delivery is left to its sender before another may take
 // it (a sender that died mid-attempt).
@@ -47,23 +47,78 @@ func Sign(secret []byte, id string, ts int64, body string) string {
 
 // HandleEvents is the link-events stream's handler: each event becomes one pending
 // delivery per active webhook of its owner that subscribed to its type, all of a batch read
-// and written at once. A delivery's id comes from its webhook and event, so an event handed
-// over twice is delivered once.
+// and written at once; then the events leave their links' outboxes, where they stayed until
+// now (a lost stream entry is appended again from there). A delivery's id comes from its
+// webhook and event, so an event handed over twice is delivered once.
 func (s *Service) HandleEvents(ctx context.Context, msgs []stream.Message) error {
 	events := make([]links.Published, 0, len(msgs))
-	var owners []string
 	for _, m := range msgs {
 		var e links.Published
-		if err := json.Unmarshal([]byte(m.Values["event"]), &e); err != nil || e.ID == "" || e.OwnerID == "" {
+		if err := json.Unmarshal([]byte(m.Values["event"]), &e); err != nil || e.ID == "" {
 			s.log.WarnContext(ctx, "skip an unreadable link event", "stream_id", m.ID, "err", err)
 			continue
 		}
 		events = append(events, e)
-		if !slicesContains(owners, e.OwnerID) {
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	if err := s.fanOut(ctx, events); err != nil {
+		return err
+	}
+	s.clearMu.Lock()
+	if s.toClear == nil {
+		s.toClear = map[string][]string{}
+	}
+	for _, e := range events {
+		if e.LinkID != "" && len(s.toClear) < maxToClear {
+			s.toClear[e.LinkID] = append(s.toClear[e.LinkID], e.ID)
+		}
+	}
+	s.clearMu.Unlock()
+	return nil
+}
+
+// maxToClear bounds the links whose outboxes wait to be cleared; beyond it, their events
+// stay and are appended again later (and delivered once: deliveries are keyed by event).
+const maxToClear = 1 << 16
+
+// RunClearer takes the events whose deliveries are written out of their links' outboxes,
+// in batches every quarter second, until ctx ends: off the fan-out's path, so a delivery
+// does not wait for it. A crash before it leaves the events where they are, to be appended
+// again and found delivered.
+func (s *Service) RunClearer(ctx context.Context) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.clearMu.Lock()
+		batch := s.toClear
+		s.toClear = nil
+		s.clearMu.Unlock()
+		if len(batch) == 0 || s.outbox == nil {
+			continue
+		}
+		if err := s.outbox.ClearOutboxes(ctx, batch); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "clear delivered events from their links", "links", len(batch), "err", err)
+		}
+	}
+}
+
+// fanOut writes one pending delivery per event and active webhook of its owner subscribed
+// to its type, in one write.
+func (s *Service) fanOut(ctx context.Context, events []links.Published) error {
+	var owners []string
+	for _, e := range events {
+		if e.OwnerID != "" && !slicesContains(owners, e.OwnerID) {
 			owners = append(owners, e.OwnerID)
 		}
 	}
-	if len(events) == 0 {
+	if len(owners) == 0 {
 		return nil
 	}
 	hooks, err := s.store.HooksOfOwners(ctx, owners)
@@ -198,6 +253,16 @@ func (s *Service) attempt(ctx context.Context, client *http.Client, hook *Hook, 
 	}
 	h := *hook
 	claimed := d.NextAttemptAt
+	if !h.Active && d.Type != link.EventPing {
+		// Switched off: what was still pending ends (a ping still goes: it is how the owner
+		// tries a fixed receiver).
+		off := "the webhook is disabled"
+		d.Status, d.LastError = link.DeliveryFailed, &off
+		if _, err := s.store.SaveAttempt(ctx, d, claimed); err != nil {
+			s.log.WarnContext(ctx, "end a delivery of a disabled webhook", "delivery_id", d.ID, "err", err)
+		}
+		return
+	}
 	code, failure := s.send(ctx, client, h, d)
 	now := s.now().UTC().Truncate(time.Millisecond)
 	d.Attempts++
@@ -222,9 +287,8 @@ func (s *Service) attempt(ctx context.Context, client *http.Client, hook *Hook, 
 	}
 	at := now
 	if failure == "" {
-		if h.FailingSince == nil {
-			return // nothing to clear
-		}
+		// Cleared whatever this batch read of the webhook: another attempt of it may have
+		// failed since (the store's update does nothing when there is nothing to clear).
 		at = time.Time{}
 	}
 	since, err := s.store.SetFailing(ctx, h.ID, at)

@@ -18,8 +18,17 @@ const (
 	streamMaxLen = 100_000
 )
 
-// Sink appends link events to the stream; it is the link service's links.EventSink.
-type Sink struct{ Redis redis.UniversalClient }
+// Sink takes the link service's events (links.EventSink): onto the stream, or straight into
+// deliveries.
+type Sink struct {
+	Redis redis.UniversalClient
+	Hooks *Service
+}
+
+// Deliver makes events durable as deliveries at once, without the stream.
+func (s Sink) Deliver(ctx context.Context, events []links.Published) error {
+	return s.Hooks.fanOut(ctx, events)
+}
 
 // Append adds events in one pipeline and returns once Redis holds them all.
 func (s Sink) Append(ctx context.Context, events []links.Published) error {

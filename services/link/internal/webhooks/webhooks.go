@@ -20,6 +20,7 @@ import (
 	mrand "math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/link"
@@ -114,14 +115,22 @@ type Store interface {
 	DisableHook(ctx context.Context, id, reason string) error
 }
 
+// Outbox takes events out of their links' outboxes once their deliveries are written;
+// the link store satisfies it.
+type Outbox interface {
+	ClearOutboxes(ctx context.Context, sent map[string][]string) error
+}
+
 // Options are what a Service is built from.
 type Options struct {
 	Store Store
-	Guard *Guard
+	// Outbox is told which events the fan-out made durable.
+	Outbox Outbox
+	Guard  *Guard
 	// Key seals the webhooks' signing secrets; at least 32 characters.
 	Key string
-	// RetryBase scales the retry schedule (5 s by default: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
-	// 10 h, about 27 h in all).
+	// RetryBase scales the retry schedule (5 s by default: 5 s, 5 min, 30 min, 2 h, 5 h, 8 h,
+	// 8 h, about 24 h in all).
 	RetryBase time.Duration
 	// DisableAfter is how long a webhook's deliveries may all fail before it is switched
 	// off (3 days by default).
@@ -133,6 +142,9 @@ type Options struct {
 // Service applies the webhook rules.
 type Service struct {
 	store        Store
+	outbox       Outbox
+	clearMu      sync.Mutex
+	toClear      map[string][]string // link id → events whose deliveries are written
 	guard        *Guard
 	aead         cipher.AEAD
 	retryBase    time.Duration
@@ -172,7 +184,7 @@ func New(o Options) (*Service, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: o.Store, guard: o.Guard, aead: aead, retryBase: o.RetryBase, disableAfter: o.DisableAfter,
+	return &Service{store: o.Store, outbox: o.Outbox, guard: o.Guard, aead: aead, retryBase: o.RetryBase, disableAfter: o.DisableAfter,
 		now: o.Now, log: o.Logger, kick: make(chan struct{}, 1), senders: make(chan struct{}, maxSenders)}, nil
 }
 

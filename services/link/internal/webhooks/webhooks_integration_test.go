@@ -144,7 +144,7 @@ func TestRetriesAndAutoDisable(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("delivery %+v after %d requests", ds[0], e.hits.Load())
 		}
-		// Within the minute a claim lasts, past every retry's wait (at most 7.2 s here).
+		// Within the minute a claim lasts, past every retry's wait (at most 5.76 s here).
 		e.clock.Advance(10 * time.Second)
 		time.Sleep(50 * time.Millisecond)
 	}

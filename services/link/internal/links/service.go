@@ -46,17 +46,17 @@ type Options struct {
 
 // Service applies the link rules over a store and a cache.
 type Service struct {
-	store   Store
-	cache   Cache
-	urls    URLChecker
-	quota   Quota
-	clicks  Clicks
-	mod     Moderation
-	keys    *identity.Keys
-	log     *slog.Logger
-	baseURL string
-	now     func() time.Time
-	newCode func() (string, error)
+	store      Store
+	cache      Cache
+	urls       URLChecker
+	quota      Quota
+	clicks     Clicks
+	mod        Moderation
+	keys       *identity.Keys
+	log        *slog.Logger
+	baseURL    string
+	now        func() time.Time
+	newCode    func() (string, error)
 	events     EventSink
 	kick       chan struct{}
 	relayState relayState

@@ -9,6 +9,9 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
 )
 
+// EventStream is the Redis stream of link events, fanned out into webhook deliveries.
+const EventStream = "link-events"
+
 // Link events, as webhooks receive them.
 const (
 	EventCreated  = "link.created"

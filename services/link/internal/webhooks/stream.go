@@ -7,12 +7,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/services/link/internal/links"
 )
 
 // Stream and Group name the link-events stream and its webhook consumers.
 const (
-	Stream = "link-events"
+	Stream = link.EventStream
 	Group  = "webhooks"
 	// streamMaxLen caps the stream, approximately; the consumers trim what they handled.
 	streamMaxLen = 100_000

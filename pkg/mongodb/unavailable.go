@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
@@ -97,3 +98,33 @@ func connectionLost(err error) bool {
 
 // Classify answers 503 "mongodb unavailable" for the errors Unavailable recognises.
 func Classify(err error) *errs.Error { return errs.Outage("mongodb unavailable", Unavailable)(err) }
+
+// IsDeadlock tells a write the store aborted to break a deadlock. DocumentDB enforces a
+// unique index with a PostgreSQL exclusion constraint, and concurrent inserts of one key
+// (with updates of it) can wait on each other until PostgreSQL aborts one, answered as a
+// write error "deadlock detected" without a MongoDB code. MongoDB answers no such thing for
+// single-document writes; the write can simply be made again.
+func IsDeadlock(err error) bool {
+	var we mongo.WriteException
+	if errors.As(err, &we) {
+		for _, e := range we.WriteErrors {
+			if IsDeadlock(e) {
+				return true
+			}
+		}
+		return false
+	}
+	var one mongo.WriteError
+	if errors.As(err, &one) {
+		return strings.Contains(one.Message, "deadlock detected")
+	}
+	var bulk mongo.BulkWriteException
+	if errors.As(err, &bulk) {
+		for _, e := range bulk.WriteErrors {
+			if IsDeadlock(e.WriteError) {
+				return true
+			}
+		}
+	}
+	return false
+}

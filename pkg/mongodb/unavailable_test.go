@@ -222,3 +222,23 @@ func (poolClearedLike) Error() string {
 	return "connection pool for 127.0.0.1:1 was cleared because another operation failed"
 }
 func (poolClearedLike) Retryable() bool { return true }
+
+func TestIsDeadlock(t *testing.T) {
+	deadlock := mongo.WriteError{Index: 2, Message: "deadlock detected"}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{mongo.WriteException{WriteErrors: []mongo.WriteError{deadlock}}, true},
+		{fmt.Errorf("insert link: %w", mongo.WriteException{WriteErrors: []mongo.WriteError{deadlock}}), true},
+		{deadlock, true},
+		{mongo.BulkWriteException{WriteErrors: []mongo.BulkWriteError{{WriteError: deadlock}}}, true},
+		{mongo.WriteException{WriteErrors: []mongo.WriteError{{Code: 11000, Message: "E11000 duplicate key error"}}}, false},
+		{errors.New("deadlock detected"), false}, // not the store's write error
+		{nil, false},
+	} {
+		if got := IsDeadlock(tc.err); got != tc.want {
+			t.Errorf("IsDeadlock(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -144,10 +145,35 @@ var migrations = []mongodb.Step{
 	}},
 }
 
+// deadlockRetries bounds the attempts of an insert the store aborted to break a deadlock.
+const deadlockRetries = 10
+
 // Insert stores l; links.ErrCodeTaken when its code exists.
+//
+// Workaround for the embedded store (DocumentDB): a unique index is a PostgreSQL exclusion
+// constraint there, and concurrent inserts of one code (two owners choosing one custom code)
+// can deadlock; PostgreSQL aborts one, answered as the write error "deadlock detected"
+// without a MongoDB code, where MongoDB answers duplicate key. After a short random pause
+// (the writers that deadlocked together must not meet again) the aborted insert looks for
+// the code, now likely the winner's, and is made again only when nobody holds it
+// (TestConcurrentInsertsOfOneCode fails without this). On MongoDB the loop never turns.
 func (s *Store) Insert(ctx context.Context, l links.Link) error {
 	l.Rev = 1
-	_, err := s.links.InsertOne(ctx, toDoc(l))
+	var err error
+	for range deadlockRetries {
+		_, err = s.links.InsertOne(ctx, toDoc(l))
+		if !mongodb.IsDeadlock(err) {
+			break
+		}
+		time.Sleep(time.Duration(5+mrand.IntN(45)) * time.Millisecond)
+		n, cerr := s.links.CountDocuments(ctx, bson.D{{Key: "short_code", Value: l.ShortCode}})
+		if cerr != nil {
+			return fmt.Errorf("insert link: %w", cerr)
+		}
+		if n > 0 {
+			return links.ErrCodeTaken
+		}
+	}
 	if mongo.IsDuplicateKeyError(err) {
 		return links.ErrCodeTaken
 	}
@@ -193,7 +219,9 @@ func (s *Store) InsertEach(ctx context.Context, ls []links.Link) ([]error, error
 		if we.Index < 0 || we.Index >= len(ls) {
 			return nil, fmt.Errorf("insert links: a write error names item %d of %d", we.Index, len(ls))
 		}
-		if mongo.IsDuplicateKeyError(we.WriteError) {
+		// A deadlock (see Insert) reads as a taken code here: the caller settles such an item
+		// with Insert, which makes the write again and finds out.
+		if mongo.IsDuplicateKeyError(we.WriteError) || mongodb.IsDeadlock(we.WriteError) {
 			out[we.Index] = links.ErrCodeTaken
 		} else {
 			out[we.Index] = fmt.Errorf("insert link: %w", we.WriteError)

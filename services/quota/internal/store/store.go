@@ -5,9 +5,7 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -130,24 +128,9 @@ func (s *Store) Add(ctx context.Context, b window.Bucket, delta int) error {
 	}
 }
 
-// isDeadlock tells a write the store aborted to break a deadlock. DocumentDB enforces a
-// unique index with a PostgreSQL exclusion constraint, and concurrent inserts of one key
-// (with updates of it) can wait on each other until PostgreSQL aborts one, answered as a
-// write error "deadlock detected" without a MongoDB code (TestConcurrentAddsOfOneNewBucket
-// fails on it without the upsert that follows). MongoDB answers no such thing for
-// single-document writes.
-func isDeadlock(err error) bool {
-	var we mongo.WriteException
-	if !errors.As(err, &we) {
-		return false
-	}
-	for _, e := range we.WriteErrors {
-		if strings.Contains(e.Message, "deadlock detected") {
-			return true
-		}
-	}
-	return false
-}
+// isDeadlock is mongodb.IsDeadlock: TestConcurrentAddsOfOneNewBucket fails on it without
+// the upsert that follows.
+func isDeadlock(err error) bool { return mongodb.IsDeadlock(err) }
 
 // Buckets returns the counting buckets of (scope, key) from the minute from on; see
 // window.Ledger.

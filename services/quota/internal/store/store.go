@@ -6,6 +6,7 @@ package store
 import (
 	"context"
 	"fmt"
+	mrand "math/rand/v2"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -26,7 +27,7 @@ const WindowStartLayout = "2006-01-02T15:04Z"
 // addAttempts bounds the tries of one increment: an insert that meets the bucket, then an
 // $inc that misses it only if the bucket expired and was deleted in between, or a write the
 // store aborted to break a deadlock (see isDeadlock).
-const addAttempts = 5
+const addAttempts = 10
 
 // usageDoc is one bucket document.
 type usageDoc struct {
@@ -124,6 +125,11 @@ func (s *Store) Add(ctx context.Context, b window.Bucket, delta int) error {
 		}
 		if attempt == addAttempts {
 			return fmt.Errorf("add to quota bucket: not done after %d attempts (last: %v)", addAttempts, err)
+		}
+		if isDeadlock(err) {
+			// Writers that deadlocked together must not meet again at once: under load the
+			// upserts deadlock too.
+			time.Sleep(time.Duration(5+mrand.IntN(45)) * time.Millisecond)
 		}
 	}
 }

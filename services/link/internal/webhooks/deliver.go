@@ -24,8 +24,9 @@ import (
 var retrySchedule = []time.Duration{1, 60, 360, 1440, 3600, 5760, 5760}
 
 // claimLease is how long a claimed delivery is left to its sender before another may take
-// it (a sender that died mid-attempt).
-const claimLease = time.Minute
+// it (a sender that died mid-attempt): three times the longest attempt (5 s), so a live
+// sender always records its outcome first, and a dead one's delivery goes again soon.
+const claimLease = 15 * time.Second
 
 // payload is the body of an event's deliveries.
 func payload(typ string, at time.Time, data any) string {

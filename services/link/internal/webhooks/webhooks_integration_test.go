@@ -144,8 +144,8 @@ func TestRetriesAndAutoDisable(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("delivery %+v after %d requests", ds[0], e.hits.Load())
 		}
-		// Within the minute a claim lasts, past every retry's wait (at most 5.76 s here).
-		e.clock.Advance(10 * time.Second)
+		// Within the 15 s a claim lasts, past every retry's wait (at most 5.76 s here).
+		e.clock.Advance(6 * time.Second)
 		time.Sleep(50 * time.Millisecond)
 	}
 	got, _ := e.st.HookByID(context.Background(), h.ID)

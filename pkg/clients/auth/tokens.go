@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,14 +81,7 @@ type TokenAuth struct {
 }
 
 // HasScope reports whether the token holds scope.
-func (a TokenAuth) HasScope(scope string) bool {
-	for _, s := range a.Scopes {
-		if s == scope {
-			return true
-		}
-	}
-	return false
-}
+func (a TokenAuth) HasScope(scope string) bool { return slices.Contains(a.Scopes, scope) }
 
 // CreateToken makes an API token for the session user in the context's identity token.
 func (c *Client) CreateToken(ctx context.Context, req TokenCreateRequest) (TokenCreated, error) {

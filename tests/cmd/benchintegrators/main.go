@@ -35,6 +35,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
+
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
 
@@ -256,7 +258,7 @@ func stages(ctx context.Context, b *stack.Bench, since time.Time) error {
 	}
 	// The stream entry's id is when the relay appended it; an event appended again (still
 	// in its outbox 15 s later) counts by its first entry.
-	xs, err := b.Redis().XRange(ctx, "link-events", "-", "+").Result()
+	xs, err := b.Redis().XRange(ctx, link.EventStream, "-", "+").Result()
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,7 +116,7 @@ func (s *Service) RunClearer(ctx context.Context) {
 func (s *Service) fanOut(ctx context.Context, events []links.Published) error {
 	var owners []string
 	for _, e := range events {
-		if e.OwnerID != "" && !slicesContains(owners, e.OwnerID) {
+		if e.OwnerID != "" && !slices.Contains(owners, e.OwnerID) {
 			owners = append(owners, e.OwnerID)
 		}
 	}
@@ -137,7 +138,7 @@ func (s *Service) fanOut(ctx context.Context, events []links.Published) error {
 	for _, e := range events {
 		body := ""
 		for _, h := range byOwner[e.OwnerID] {
-			if !slicesContains(h.Events, e.Type) {
+			if !slices.Contains(h.Events, e.Type) {
 				continue
 			}
 			if body == "" {
@@ -154,15 +155,6 @@ func (s *Service) fanOut(ctx context.Context, events []links.Published) error {
 	}
 	s.wake()
 	return nil
-}
-
-func slicesContains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // wake tells this replica's sender that deliveries are due.

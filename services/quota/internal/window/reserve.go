@@ -103,9 +103,8 @@ func (l *Limiter) ReserveMany(ctx context.Context, scope, key string, limit *int
 	for i := range ids {
 		ids[i] = prefix + "." + strconv.Itoa(i+1)
 	}
-	if p.Ephemeral {
-		// Counted in Redis alone.
-	} else if err := l.ledger.Add(ctx, bucketOf(scope, key, p, now.UnixMilli()), granted); err != nil {
+	// An ephemeral scope is counted in Redis alone.
+	if err := l.recordMany(ctx, p, bucketOf(scope, key, p, now.UnixMilli()), granted); err != nil {
 		uctx, cancel := cleanupContext(ctx)
 		defer cancel()
 		members := make([]any, len(ids))
@@ -260,4 +259,12 @@ func (l *Limiter) Release(ctx context.Context, scope, key, id string) error {
 			"scope", scope, "err", rerr)
 	}
 	return unavailable("release quota", err)
+}
+
+// recordMany writes granted units to the ledger, unless p is ephemeral.
+func (l *Limiter) recordMany(ctx context.Context, p Policy, b Bucket, granted int) error {
+	if p.Ephemeral {
+		return nil
+	}
+	return l.ledger.Add(ctx, b, granted)
 }

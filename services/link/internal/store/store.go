@@ -145,8 +145,9 @@ var migrations = []mongodb.Step{
 	}},
 }
 
-// deadlockRetries bounds the attempts of an insert the store aborted to break a deadlock.
-const deadlockRetries = 10
+// deadlockRetries bounds the attempts of an insert the store aborted to break a deadlock;
+// the caller's deadline bounds them too.
+const deadlockRetries = 40
 
 // Insert stores l; links.ErrCodeTaken when its code exists.
 //
@@ -160,12 +161,13 @@ const deadlockRetries = 10
 func (s *Store) Insert(ctx context.Context, l links.Link) error {
 	l.Rev = 1
 	var err error
-	for range deadlockRetries {
+	for attempt := range deadlockRetries {
 		_, err = s.links.InsertOne(ctx, toDoc(l))
-		if !mongodb.IsDeadlock(err) {
+		if !mongodb.IsDeadlock(err) || ctx.Err() != nil {
 			break
 		}
-		time.Sleep(time.Duration(5+mrand.IntN(45)) * time.Millisecond)
+		// Longer pauses after each deadlock in a row, so a crowd of writers thins out.
+		time.Sleep(time.Duration(5+mrand.IntN(20*min(attempt+1, 10))) * time.Millisecond)
 		n, cerr := s.links.CountDocuments(ctx, bson.D{{Key: "short_code", Value: l.ShortCode}})
 		if cerr != nil {
 			return fmt.Errorf("insert link: %w", cerr)

@@ -47,24 +47,47 @@ func TestStoreAgainstRealMongo(t *testing.T) {
 
 // The unique index, not a read-then-write, decides who gets a code: of many concurrent
 // inserts of one code exactly one wins and the others are told the code is taken. On the
-// embedded store such inserts can also deadlock (see Insert); without the retry there,
-// some would fail with "deadlock detected" instead.
+// embedded store such inserts deadlock (see Insert); without the turns there, 24 writers
+// of one code can go on deadlocking until their attempts run out (one run of six rounds in
+// six did, for 70 s; hence 24 rounds).
 func TestConcurrentInsertsOfOneCode(t *testing.T) {
 	db := testenv.Mongo(t)
-	ctx := context.Background()
-	s, err := New(ctx, db)
+	s, err := New(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for round := range 6 {
+	raceOneCode(t, []*Store{s}, 24, 24)
+}
+
+// Replicas do not share turns: writers of one code in different replicas still meet in the
+// store, and an insert the store aborted on a deadlock must still end as won or taken.
+func TestConcurrentInsertsAcrossStores(t *testing.T) {
+	db := testenv.Mongo(t)
+	var stores []*Store
+	for range 3 {
+		s, err := New(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	raceOneCode(t, stores, 6, 12)
+}
+
+// raceOneCode has writers insert links of one code at once, spread over stores, for rounds
+// codes, and wants exactly one to win each.
+func raceOneCode(t *testing.T, stores []*Store, writers, rounds int) {
+	t.Helper()
+	ctx := context.Background()
+	for round := range rounds {
 		var ok, taken atomic.Int32
 		var wg sync.WaitGroup
-		code := fmt.Sprintf("race%d", round)
-		for i := range 24 {
+		code := fmt.Sprintf("race%d-%d", len(stores), round)
+		for i := range writers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := s.Insert(ctx, links.Link{ID: fmt.Sprintf("%s-%d", code, i), ShortCode: code, DestinationURL: "https://e.com", Status: "ACTIVE"})
+				err := stores[i%len(stores)].Insert(ctx, links.Link{ID: fmt.Sprintf("%s-%d", code, i), ShortCode: code, DestinationURL: "https://e.com", Status: "ACTIVE"})
 				switch {
 				case err == nil:
 					ok.Add(1)
@@ -76,8 +99,47 @@ func TestConcurrentInsertsOfOneCode(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if ok.Load() != 1 || taken.Load() != 23 {
-			t.Fatalf("round %d: %d inserts won, %d lost; want 1 and 23", round, ok.Load(), taken.Load())
+		if ok.Load() != 1 || taken.Load() != int32(writers-1) {
+			t.Fatalf("round %d: %d inserts won, %d lost; want 1 and %d", round, ok.Load(), taken.Load(), writers-1)
 		}
+	}
+}
+
+// Inserts of one code take turns, those of other codes do not wait, a caller that gives up
+// waiting leaves, and nothing is kept once everyone is done.
+func TestCodeTurns(t *testing.T) {
+	var c codeTurns
+	ctx := context.Background()
+	done, err := c.take(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := c.take(ctx, "b")
+	if err != nil {
+		t.Fatalf("another code waited: %v", err)
+	}
+	other()
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.take(short, "a"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second insert of one code got a turn while the first held it: %v", err)
+	}
+	next := make(chan func())
+	go func() {
+		d, err := c.take(ctx, "a")
+		if err != nil {
+			t.Error(err)
+		}
+		next <- d
+	}()
+	select {
+	case <-next:
+		t.Fatal("the next insert got its turn before the first was done")
+	case <-time.After(20 * time.Millisecond):
+	}
+	done()
+	(<-next)()
+	if len(c.held) != 0 {
+		t.Fatalf("turns kept after everyone was done: %v", c.held)
 	}
 }

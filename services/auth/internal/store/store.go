@@ -29,6 +29,11 @@ type Store struct {
 	// recordRetention is how long a login record is kept: its expires_at is its created_at
 	// plus this.
 	recordRetention time.Duration
+	// slots lets one insert of an account's token slot at a time reach the store (see
+	// InsertToken).
+	slots mongodb.Turns
+	// emails lets one insert of an e-mail at a time reach the store (see InsertUser).
+	emails mongodb.Turns
 }
 
 // New returns a store over db after bringing its schema up to date and making sure its

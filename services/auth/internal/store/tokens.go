@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -40,9 +41,20 @@ func (d tokenDoc) token() accounts.APIToken {
 
 // InsertToken stores t; accounts.ErrSlotTaken when its owner has a token in that slot (the
 // unique index on user_id and slot decides between racing creations).
+//
+// Workaround for the embedded store (DocumentDB): racing inserts of one slot deadlock on
+// the unique index instead of answering duplicate key, and three or more can livelock (see
+// mongodb.Turns). Within a replica they take turns; a deadlock with another replica's
+// insert reads as a taken slot, which the caller settles by choosing a slot again
+// (TestTokenBoundUnderRaces failed on "deadlock detected" without this).
 func (s *Store) InsertToken(ctx context.Context, t accounts.APIToken) error {
-	_, err := s.tokens.InsertOne(ctx, tokenDoc(t))
-	if mongo.IsDuplicateKeyError(err) {
+	done, err := s.slots.Take(ctx, t.UserID+"\x00"+strconv.Itoa(t.Slot))
+	if err != nil {
+		return fmt.Errorf("insert api token: %w", err)
+	}
+	defer done()
+	_, err = s.tokens.InsertOne(ctx, tokenDoc(t))
+	if mongo.IsDuplicateKeyError(err) || mongodb.IsDeadlock(err) {
 		return accounts.ErrSlotTaken
 	}
 	if err != nil {

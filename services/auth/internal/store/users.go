@@ -36,8 +36,16 @@ type userDoc struct {
 }
 
 // InsertUser stores u; accounts.ErrEmailTaken when the e-mail exists.
+//
+// Racing registrations of one e-mail take turns within a replica: on the embedded store
+// they would deadlock on the unique index (see mongodb.Turns).
 func (s *Store) InsertUser(ctx context.Context, u accounts.User) error {
-	_, err := s.users.InsertOne(ctx, userDoc(u))
+	done, err := s.emails.Take(ctx, u.Email)
+	if err != nil {
+		return fmt.Errorf("insert user: %w", err)
+	}
+	defer done()
+	_, err = s.users.InsertOne(ctx, userDoc(u))
 	if mongo.IsDuplicateKeyError(err) {
 		return accounts.ErrEmailTaken
 	}

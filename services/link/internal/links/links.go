@@ -106,6 +106,9 @@ type Change struct {
 	// IfStatus, when set, makes an owner's change conditional on the link's status still
 	// being it (a moderator may disable the link between the owner's read and write).
 	IfStatus string
+	// IfID, when set, makes a change by code conditional on the code still naming the link
+	// with this id.
+	IfID string
 }
 
 // Apply makes the change to l.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -71,7 +70,7 @@ type purgeDoc struct {
 type Store struct {
 	links *mongo.Collection
 	// codes lets one insert of a code at a time reach the store (see Insert).
-	codes codeTurns
+	codes mongodb.Turns
 }
 
 // retries bounds the attempts of a write that lost the link's revision to another writer.
@@ -154,16 +153,12 @@ const deadlockRetries = 40
 
 // Insert stores l; links.ErrCodeTaken when its code exists.
 //
-// Workaround for the embedded store (DocumentDB): a unique index is a PostgreSQL exclusion
-// constraint there, and concurrent inserts of one code (two owners choosing one custom code)
-// can deadlock: each writer enters its index entry, then waits for the other's transaction.
-// PostgreSQL aborts one after deadlock_timeout, answered as the write error "deadlock
-// detected" without a MongoDB code, where MongoDB answers duplicate key. With three or more
-// such writers the aborted one comes back into a ring that is still waiting, and the ring
-// can go on aborting for as long as writers keep coming back (a livelock: 24 writers of one
-// code spent 40 attempts each without anyone committing). So, in two steps:
-//   - within one replica, inserts of one code take turns (codeTurns): the first commits and
-//     the next is told duplicate key at once, as on MongoDB;
+// Workaround for the embedded store (DocumentDB): concurrent inserts of one code (two owners
+// choosing one custom code) deadlock on its unique index, answered as the write error
+// "deadlock detected" without a MongoDB code where MongoDB answers duplicate key, and three
+// or more can livelock (see mongodb.Turns). So, in two steps:
+//   - within one replica, inserts of one code take turns: the first commits and the next
+//     is told duplicate key at once, as on MongoDB;
 //   - across replicas, where two writers can still meet, an aborted insert pauses a random,
 //     growing while (the writers that deadlocked together must not meet again), looks for
 //     the code, now likely the winner's, and is made again only when nobody holds it.
@@ -173,7 +168,7 @@ const deadlockRetries = 40
 // turns cost a map lookup and the retry never turns.
 func (s *Store) Insert(ctx context.Context, l links.Link) error {
 	l.Rev = 1
-	done, err := s.codes.take(ctx, l.ShortCode)
+	done, err := s.codes.Take(ctx, l.ShortCode)
 	if err != nil {
 		return fmt.Errorf("insert link: %w", err)
 	}
@@ -200,49 +195,6 @@ func (s *Store) Insert(ctx context.Context, l links.Link) error {
 		return fmt.Errorf("insert link: %w", err)
 	}
 	return nil
-}
-
-// codeTurns gives the inserts of one code turns, one at a time; inserts of different codes
-// never wait for each other. Part of the workaround described at Insert.
-type codeTurns struct {
-	mu   sync.Mutex
-	held map[string]*codeTurn
-}
-
-// codeTurn is one code's turn: a token in turn means it is taken; waiting counts the
-// inserts holding or wanting it, so the last one out removes the entry.
-type codeTurn struct {
-	turn    chan struct{}
-	waiting int
-}
-
-// take waits for code's turn, or for ctx to end; done gives the turn to the next insert.
-func (c *codeTurns) take(ctx context.Context, code string) (done func(), err error) {
-	c.mu.Lock()
-	if c.held == nil {
-		c.held = map[string]*codeTurn{}
-	}
-	t := c.held[code]
-	if t == nil {
-		t = &codeTurn{turn: make(chan struct{}, 1)}
-		c.held[code] = t
-	}
-	t.waiting++
-	c.mu.Unlock()
-	leave := func() {
-		c.mu.Lock()
-		if t.waiting--; t.waiting == 0 {
-			delete(c.held, code)
-		}
-		c.mu.Unlock()
-	}
-	select {
-	case t.turn <- struct{}{}:
-		return func() { <-t.turn; leave() }, nil
-	case <-ctx.Done():
-		leave()
-		return nil, ctx.Err()
-	}
 }
 
 // InsertMany stores links in one round trip per batch, for bulk loads; a taken code fails
@@ -316,7 +268,11 @@ func (s *Store) findOne(ctx context.Context, filter bson.D) (links.Link, error) 
 
 // Update sets the fields ch names on the link with code; links.ErrNotFound if none.
 func (s *Store) Update(ctx context.Context, code string, ch links.Change) error {
-	ok, err := s.update(ctx, bson.D{{Key: "short_code", Value: code}}, ch)
+	filter := bson.D{{Key: "short_code", Value: code}}
+	if ch.IfID != "" {
+		filter = append(filter, bson.E{Key: "_id", Value: ch.IfID})
+	}
+	ok, err := s.update(ctx, filter, ch)
 	if err == nil && !ok {
 		return links.ErrNotFound
 	}

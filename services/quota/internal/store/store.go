@@ -42,6 +42,8 @@ type usageDoc struct {
 // Store reads and writes quota_usage.
 type Store struct {
 	coll *mongo.Collection
+	// turns lets one increment of a bucket at a time reach the store (see Add).
+	turns mongodb.Turns
 }
 
 // New returns a Store on db.
@@ -96,8 +98,14 @@ func (s *Store) Add(ctx context.Context, b window.Bucket, delta int) error {
 	// on the embedded store (DocumentDB 0.108) an insert costs a tenth of an upsert, and many
 	// concurrent upserts of distinct new documents crashed its server process (a
 	// segmentation fault); concurrent inserts of one new bucket can deadlock instead (see
-	// isDeadlock), and an upsert settles those. MongoDB needs none of this, and loses nothing
-	// by it.
+	// isDeadlock), and an upsert settles those; three or more can livelock, so increments of
+	// one bucket take turns within a replica (see mongodb.Turns; TestConcurrentAddsOfOneNewBucket
+	// missed its deadline without them). MongoDB needs none of this, and loses nothing by it.
+	done, err := s.turns.Take(ctx, b.Scope+"\x00"+b.Key+"\x00"+b.Start.UTC().Format(WindowStartLayout))
+	if err != nil {
+		return fmt.Errorf("add to quota bucket: %w", err)
+	}
+	defer done()
 	for attempt := 1; ; attempt++ {
 		_, err := s.coll.InsertOne(ctx, usageDoc{IdentityKey: b.Key, Scope: b.Scope, IsAnonymous: anonymous,
 			WindowStart: b.Start.UTC().Format(WindowStartLayout), Count: delta, ExpiresAt: b.ExpiresAt.UTC()})

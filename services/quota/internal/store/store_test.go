@@ -156,6 +156,9 @@ func TestConcurrentAddsOfOneNewBucket(t *testing.T) {
 		for range writers {
 			wg.Go(func() {
 				<-ready
+				// The deadline of a reservation's ledger write in the service.
+				ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
 				if err := s.Add(ctx, bucket("k1", start), 1); err != nil {
 					t.Errorf("add: %v", err)
 				}

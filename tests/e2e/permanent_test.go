@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"context"
+	"strconv"
 	"sync"
 	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // The permanent-link flow through the gateway: the owner asks (once), a moderator approves,
@@ -67,4 +71,36 @@ func TestPermanentRequests(t *testing.T) {
 	}
 	as(t, root, "POST", "/api/admin/permanent-requests/"+id+"/resolve", `{"action":"reject"}`).wantError(t, 409, "permanent request already resolved")
 	as(t, a.cookie, "POST", "/api/user/links/"+code+"/request-permanent", "").wantError(t, 409, "link already auto-renews")
+}
+
+// An approval acts on the link the request was filed for: once that link is purged and its
+// code names another owner's link, approving answers 409, the new link stays as it is, and
+// the request can still be rejected.
+func TestPermanentApprovalOfAPurgedLink(t *testing.T) {
+	a, b := register(t), register(t)
+	root := admin(t)
+	code := "perm-" + strconv.Itoa(accountCounter) + "-" + dbPrefix[len(dbPrefix)-6:]
+	if r := as(t, a.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/a","custom_code":"`+code+`"}`); r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	r := as(t, a.cookie, "POST", "/api/user/links/"+code+"/request-permanent", `{"reason":"keep"}`)
+	id, _ := r.object(t)["request"].(map[string]any)["id"].(string)
+	if r.status != 201 || id == "" {
+		t.Fatalf("request: %d %s", r.status, r.body)
+	}
+	// The purge removes the link for good (as the purge sweeper does), and b takes the code.
+	if _, err := serviceDB(t, "link").Collection("links").DeleteOne(context.Background(), bson.D{{Key: "short_code", Value: code}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := as(t, b.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/b","custom_code":"`+code+`"}`); r.status != 201 {
+		t.Fatalf("b takes the code: %d %s", r.status, r.body)
+	}
+	as(t, root, "POST", "/api/admin/permanent-requests/"+id+"/resolve", `{"action":"approve"}`).
+		wantError(t, 409, "the link of this request no longer exists")
+	if info := do(t, "GET", "/api/links/"+code+"/info", "", "").object(t); info["auto_renew"] != false || info["destination_url"] != "https://93.184.216.34/b" {
+		t.Fatalf("b's link after the refused approval: %v", info)
+	}
+	if r := as(t, root, "POST", "/api/admin/permanent-requests/"+id+"/resolve", `{"action":"reject"}`); r.status != 200 {
+		t.Fatalf("reject after the refused approval: %d %s", r.status, r.body)
+	}
 }

@@ -50,6 +50,12 @@ func TestRedirectFollowsLinkState(t *testing.T) {
 
 	setLink(t, code, linktest.Change{Status: ptr("DISABLED")})
 	eventually(t, code, 403).wantError(t, 403, "short link has been disabled")
+	// Info keeps answering, without the destination moderation took down.
+	if info := do(t, "GET", "/api/links/"+code+"/info", "", "").object(t); info["status"] != "DISABLED" || info["short_code"] != code {
+		t.Fatalf("info of a disabled link: %v", info)
+	} else if dest, ok := info["destination_url"]; ok {
+		t.Fatalf("info of a disabled link serves its destination %v", dest)
+	}
 
 	setLink(t, code, linktest.Change{Status: ptr("ACTIVE"), ExpiresAt: ptr(time.Now().Add(-time.Minute))})
 	eventually(t, code, 410).wantError(t, 410, "short link has expired")

@@ -129,9 +129,11 @@ func (r Resolved) Expired(now time.Time) bool {
 
 // Info is the public information of a link (GET /api/links/{code}/info).
 type Info struct {
-	ShortCode      string    `json:"short_code"`
-	ShortURL       string    `json:"short_url"`
-	DestinationURL string    `json:"destination_url"`
+	ShortCode string `json:"short_code"`
+	ShortURL  string `json:"short_url"`
+	// DestinationURL is absent for a disabled link: what moderation took down is not
+	// served here either.
+	DestinationURL string    `json:"destination_url,omitempty"`
 	Status         string    `json:"status"`
 	Expired        bool      `json:"expired"`
 	AutoRenew      bool      `json:"auto_renew"`
@@ -198,7 +200,14 @@ type DashboardQuota struct {
 // request).
 type AutoRenewRequest struct {
 	AutoRenew bool `json:"auto_renew"`
+	// LinkID, when set, names the link the change is for: if code now names another link
+	// (the one asked about was purged and its code reused) or none, the answer is 409
+	// MsgLinkGone and nothing changes.
+	LinkID string `json:"link_id,omitempty"`
 }
+
+// MsgLinkGone is the 409 of a change bound to a link id whose link no longer holds the code.
+const MsgLinkGone = "the link of this request no longer exists"
 
 // RenewRequest is the body of a renewal; days default to 30.
 type RenewRequest struct {
@@ -273,12 +282,13 @@ func (c *Client) Owned(ctx context.Context, code string) (Link, error) {
 	return out.Link, err
 }
 
-// SetAutoRenew switches the auto-renewal of link code; moderators only. Setting the same
-// value again changes nothing, so it is retried.
-func (c *Client) SetAutoRenew(ctx context.Context, code string, on bool) (Link, error) {
+// SetAutoRenew switches the auto-renewal of link code, the link with id linkID ("" for
+// whichever link holds code); moderators only. Setting the same value again changes
+// nothing, so it is retried.
+func (c *Client) SetAutoRenew(ctx context.Context, code, linkID string, on bool) (Link, error) {
 	var out LinkResponse
 	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPut, Path: "/internal/links/" + url.PathEscape(code) + "/auto-renew",
-		Body: AutoRenewRequest{AutoRenew: on}}, &out)
+		Body: AutoRenewRequest{AutoRenew: on, LinkID: linkID}}, &out)
 	return out.Link, err
 }
 

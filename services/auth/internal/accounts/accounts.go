@@ -141,7 +141,6 @@ type Store interface {
 	SetPasswordHash(ctx context.Context, userID, old, hash string, now time.Time) (bool, error)
 	// SetRole changes the role only if it is still from; false when it was not.
 	SetRole(ctx context.Context, userID, from, to string, now time.Time) (bool, error)
-	CountRole(ctx context.Context, role string) (int64, error)
 	// SetStanding replaces the account's standing only if it is still from, and stamps
 	// updated_at with at; false when it was not (changed meanwhile, or no such account).
 	SetStanding(ctx context.Context, userID string, from, to Standing, at time.Time) (bool, error)

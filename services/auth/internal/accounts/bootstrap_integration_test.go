@@ -184,7 +184,7 @@ func TestBootstrapConcurrently(t *testing.T) {
 		}
 	}
 	n, _ := e.db.Collection("users").CountDocuments(ctx, bson.D{{Key: "email", Value: "root@example.com"}})
-	admins, _ := e.store.CountRole(ctx, auth.RoleSuperAdmin)
+	admins, _ := e.store.CountUsers(ctx, accounts.UserFilter{Role: auth.RoleSuperAdmin})
 	if n != 1 || admins != 1 {
 		t.Fatalf("%d accounts, %d super admins; want 1 and 1", n, admins)
 	}

@@ -88,12 +88,13 @@ func (m *memStore) SetRole(_ context.Context, id, from, to string, now time.Time
 	return true, nil
 }
 
-func (m *memStore) CountRole(_ context.Context, role string) (int64, error) {
+// CountUsers knows the filters the account rules count by: role and status.
+func (m *memStore) CountUsers(_ context.Context, f accounts.UserFilter) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var n int64
 	for _, u := range m.users {
-		if u.Role == role {
+		if (f.Role == "" || u.Role == f.Role) && (f.Status == "" || u.StatusAt(f.Now) == f.Status) {
 			n++
 		}
 	}

@@ -106,7 +106,7 @@ func (s *Service) Timeout(ctx context.Context, caller identity.Caller, targetID 
 	until := now.Add(d)
 	to := target.Standing()
 	to.TimeoutUntil, to.TimeoutReason = &until, &reason
-	u, err := s.apply(ctx, target, to, now, moderation.AuditUserTimeout,
+	u, err := s.apply(ctx, target, to, now, "time out", moderation.AuditUserTimeout,
 		map[string]any{"duration_seconds": *req.DurationSeconds, "reason": reason, "timeout_until": until})
 	if err != nil {
 		return auth.User{}, err
@@ -133,7 +133,7 @@ func (s *Service) Ban(ctx context.Context, caller identity.Caller, targetID stri
 	now := s.now().UTC()
 	to := target.Standing()
 	to.Status, to.BanReason = auth.StatusBanned, &reason
-	u, err := s.apply(ctx, target, to, now, moderation.AuditUserBan,
+	u, err := s.apply(ctx, target, to, now, "ban", moderation.AuditUserBan,
 		map[string]any{"reason": reason, "deactivate_links": deactivate})
 	if err != nil {
 		return auth.BanResponse{}, err
@@ -166,7 +166,7 @@ func (s *Service) Unban(ctx context.Context, caller identity.Caller, targetID st
 	if target.Standing() == to {
 		return target.View(now), nil
 	}
-	u, err := s.apply(ctx, target, to, now, moderation.AuditUserUnban, map[string]any{})
+	u, err := s.apply(ctx, target, to, now, "unban", moderation.AuditUserUnban, map[string]any{})
 	if err != nil {
 		return auth.User{}, err
 	}
@@ -194,9 +194,17 @@ func (s *Service) target(ctx context.Context, caller identity.Caller, targetID s
 }
 
 // apply writes the standing to over target's, if it is still the one read, and records the
-// action in the audit log. An action whose entry cannot be written must not stand: the
-// standing read (and updated_at) is put back and the audit error returned.
-func (s *Service) apply(ctx context.Context, target User, to Standing, now time.Time, action string, detail map[string]any) (User, error) {
+// action in the audit log. An action (verb) that takes away the last active super admin is
+// refused, or undone when a concurrent one got there first (see keepsSuperAdmin). An action
+// whose entry cannot be written must not stand: the standing read (and updated_at) is put
+// back and the audit error returned.
+func (s *Service) apply(ctx context.Context, target User, to Standing, now time.Time, verb, action string, detail map[string]any) (User, error) {
+	removes := target.activeSuperAdmin(now) && !target.withStanding(to).activeSuperAdmin(now)
+	if removes {
+		if err := s.keepsSuperAdmin(ctx, target, now, verb); err != nil {
+			return User{}, err
+		}
+	}
 	from := target.Standing()
 	changed, err := s.store.SetStanding(ctx, target.ID, from, to, now)
 	if err != nil {
@@ -204,6 +212,11 @@ func (s *Service) apply(ctx context.Context, target User, to Standing, now time.
 	}
 	if !changed {
 		return User{}, errs.E(errs.KindConflict, "the user was changed at the same time; try again")
+	}
+	if removes {
+		if err := s.superAdminRemains(ctx, now, verb); err != nil {
+			return User{}, s.undoStanding(ctx, target, to, err)
+		}
 	}
 	if err := s.record(ctx, action, target.ID, detail); err != nil {
 		return User{}, s.undoStanding(ctx, target, to, err)

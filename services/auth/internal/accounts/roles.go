@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
@@ -26,23 +27,59 @@ func CheckRoleChange(caller identity.Caller, targetID, role string) error {
 	return nil
 }
 
-// CheckLastSuperAdmin refuses a change that would leave no super admin: demoting a super
-// admin when superAdmins (counted with the target) is at most one.
-func CheckLastSuperAdmin(from, to string, superAdmins int64) error {
-	if from == auth.RoleSuperAdmin && to != auth.RoleSuperAdmin && superAdmins <= 1 {
-		return errs.E(errs.KindConflict, "cannot demote the last super admin")
+// lastSuperAdmin is the 409 of an action (verb: demote, ban, time out, delete) that would
+// leave no active super admin.
+func lastSuperAdmin(verb string) error {
+	return errs.E(errs.KindConflict, "cannot %s the last active super admin", verb)
+}
+
+// activeSuperAdmin reports whether u counts as an active super admin at now.
+func (u User) activeSuperAdmin(now time.Time) bool {
+	return u.Role == auth.RoleSuperAdmin && u.StatusAt(now) == auth.StatusActive
+}
+
+// The rule "an active super admin always remains" spans documents and holds without a
+// transaction in two steps around the action's own conditional write:
+//   - before it, keepsSuperAdmin refuses at once when the target is the only active one;
+//   - after it, superAdminRemains counts again, and the action undoes itself when it finds
+//     none. Of two actions racing to remove the last two (super admins banning or demoting
+//     each other at once), at least the later count sees the other's write, so at least one
+//     undoes itself and one super admin remains.
+
+// keepsSuperAdmin is the early check: a 409 when target is the only active super admin.
+func (s *Service) keepsSuperAdmin(ctx context.Context, target User, now time.Time, verb string) error {
+	if !target.activeSuperAdmin(now) {
+		return nil
+	}
+	n, err := s.activeSuperAdmins(ctx, now)
+	if err != nil {
+		return err
+	}
+	if n <= 1 {
+		return lastSuperAdmin(verb)
 	}
 	return nil
 }
 
+// superAdminRemains is the check after the write: a 409 when no active super admin is left.
+func (s *Service) superAdminRemains(ctx context.Context, now time.Time, verb string) error {
+	n, err := s.activeSuperAdmins(ctx, now)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return lastSuperAdmin(verb)
+	}
+	return nil
+}
+
+func (s *Service) activeSuperAdmins(ctx context.Context, now time.Time) (int64, error) {
+	return s.store.CountUsers(ctx, UserFilter{Role: auth.RoleSuperAdmin, Status: auth.StatusActive, Now: now})
+}
+
 // SetRole changes a user's role on behalf of a super admin and records it in the audit log
 // (action user.role, detail {from, to}); setting the role a user already has changes and
-// records nothing.
-//
-// "Never zero super admins" spans documents, and holds without a transaction through a
-// conditional update and a re-check: each demotion counts the super admins after its own write and undoes itself if
-// it finds none. Of two super admins demoting each other at once, at least the later count
-// sees the other's write and restores, so one always remains.
+// records nothing. A demotion never leaves no active super admin (see keepsSuperAdmin).
 func (s *Service) SetRole(ctx context.Context, caller identity.Caller, targetID, role string) (auth.User, error) {
 	if err := CheckRoleChange(caller, targetID, role); err != nil {
 		return auth.User{}, err
@@ -62,8 +99,8 @@ func (s *Service) SetRole(ctx context.Context, caller identity.Caller, targetID,
 		return target.View(now), nil
 	}
 	demotion := target.Role == auth.RoleSuperAdmin
-	if demotion { // a cheap early answer; the re-check after the write is what makes it hold
-		if err := s.checkSuperAdmins(ctx, target.Role, role, 0); err != nil {
+	if demotion {
+		if err := s.keepsSuperAdmin(ctx, target, now, "demote"); err != nil {
 			return auth.User{}, err
 		}
 	}
@@ -75,8 +112,7 @@ func (s *Service) SetRole(ctx context.Context, caller identity.Caller, targetID,
 		return auth.User{}, errs.E(errs.KindConflict, "the user's role was changed at the same time; try again")
 	}
 	if demotion {
-		// The count no longer includes the target; add it back for the rule.
-		if err := s.checkSuperAdmins(ctx, target.Role, role, 1); err != nil {
+		if err := s.superAdminRemains(ctx, now, "demote"); err != nil {
 			return auth.User{}, s.undoRole(ctx, target, role, err)
 		}
 	}
@@ -86,15 +122,6 @@ func (s *Service) SetRole(ctx context.Context, caller identity.Caller, targetID,
 	}
 	target.Role, target.UpdatedAt = role, now
 	return target.View(now), nil
-}
-
-// checkSuperAdmins counts the super admins now, plus extra, and applies CheckLastSuperAdmin.
-func (s *Service) checkSuperAdmins(ctx context.Context, from, to string, extra int64) error {
-	n, err := s.store.CountRole(ctx, auth.RoleSuperAdmin)
-	if err != nil {
-		return err
-	}
-	return CheckLastSuperAdmin(from, to, n+extra)
 }
 
 // undoRole puts the target's old role back after a change that must not stand (a demotion

@@ -108,8 +108,8 @@ func TestDemotionRaceIsUndone(t *testing.T) {
 	}}
 	svc := e.service(t, func(o *accounts.Options) { o.Store = racer })
 	_, err := svc.SetRole(ctx, caller(a.ID, auth.RoleSuperAdmin), b.ID, auth.RoleUser)
-	wantErr(t, err, errs.KindConflict, "cannot demote the last super admin")
-	if n, _ := e.store.CountRole(ctx, auth.RoleSuperAdmin); n != 1 {
+	wantErr(t, err, errs.KindConflict, "cannot demote the last active super admin")
+	if n, _ := e.store.CountUsers(ctx, accounts.UserFilter{Role: auth.RoleSuperAdmin}); n != 1 {
 		t.Fatalf("%d super admins after the race, want 1", n)
 	}
 	if got, _ := e.store.UserByID(ctx, b.ID); got.Role != auth.RoleSuperAdmin {
@@ -146,7 +146,7 @@ func TestConcurrentMutualDemotion(t *testing.T) {
 		})
 		wg.Wait()
 		t.Logf("round %d: %v | %v", round, errA, errB)
-		n, err := e.store.CountRole(ctx, auth.RoleSuperAdmin)
+		n, err := e.store.CountUsers(ctx, accounts.UserFilter{Role: auth.RoleSuperAdmin})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,5 +206,98 @@ func TestRoleChangeWithoutRecordIsUndone(t *testing.T) {
 	}
 	if n := len(roleChanges(e)); n != 1 {
 		t.Fatalf("%d audit entries, want the retry's one", n)
+	}
+}
+
+// Two super admins banning or timing each other out at once, over two replicas, never leave
+// no active super admin; a refused action leaves no audit entry behind.
+func TestConcurrentMutualBanAndTimeout(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	replicas := []*accounts.Service{e.svc, e.service(t)}
+	now := e.clock.Now()
+	for round := range 12 {
+		a := e.superAdmin(t, fmt.Sprintf("ban-a%d@example.com", round))
+		b := e.superAdmin(t, fmt.Sprintf("ban-b%d@example.com", round))
+		// Only these two are super admins in this round.
+		if _, err := e.db.Collection("users").UpdateMany(ctx,
+			bson.D{{Key: "_id", Value: bson.D{{Key: "$nin", Value: bson.A{a.ID, b.ID}}}}},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "role", Value: auth.RoleUser}}}}); err != nil {
+			t.Fatal(err)
+		}
+		before := len(e.audit.all())
+		var wg sync.WaitGroup
+		var errA, errB error
+		reason, secs := "takeover", int64(3600)
+		wg.Go(func() {
+			_, errA = replicas[0].Ban(ctx, caller(a.ID, auth.RoleSuperAdmin), b.ID, auth.BanRequest{Reason: &reason})
+		})
+		wg.Go(func() {
+			if round%2 == 0 {
+				_, errB = replicas[1].Ban(ctx, caller(b.ID, auth.RoleSuperAdmin), a.ID, auth.BanRequest{Reason: &reason})
+			} else {
+				_, errB = replicas[1].Timeout(ctx, caller(b.ID, auth.RoleSuperAdmin), a.ID, auth.TimeoutRequest{DurationSeconds: &secs, Reason: &reason})
+			}
+		})
+		wg.Wait()
+		active, err := e.store.CountUsers(ctx, accounts.UserFilter{Role: auth.RoleSuperAdmin, Status: auth.StatusActive, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		successes := 0
+		for _, err := range []error{errA, errB} {
+			switch {
+			case err == nil:
+				successes++
+			case errs.IsKind(err, errs.KindConflict), errs.IsKind(err, errs.KindForbidden):
+			default:
+				t.Fatalf("round %d: unexpected error %v", round, err)
+			}
+		}
+		if active < 1 || successes > 1 || int64(2-successes) != active || len(e.audit.all())-before != successes {
+			t.Fatalf("round %d: %d successes, %d active super admins, %d audit entries (errors %v, %v)",
+				round, successes, active, len(e.audit.all())-before, errA, errB)
+		}
+	}
+}
+
+// standingRace runs before right before the wrapped store's next standing write on target.
+type standingRace struct {
+	accounts.Store
+	target string
+	before func()
+	once   sync.Once
+}
+
+func (s *standingRace) SetStanding(ctx context.Context, id string, from, to accounts.Standing, at time.Time) (bool, error) {
+	if id == s.target {
+		s.once.Do(s.before)
+	}
+	return s.Store.SetStanding(ctx, id, from, to, at)
+}
+
+// A passes all checks to ban B; just before A's write, B's timeout of A lands. A's re-check
+// finds no active super admin, so A's ban is undone (B is active again) and answers 409.
+func TestBanRaceIsUndone(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	a := e.superAdmin(t, "race-a@example.com")
+	b := e.superAdmin(t, "race-b@example.com")
+	reason := "takeover"
+	racer := &standingRace{Store: e.store, target: b.ID, before: func() {
+		until := e.clock.Now().Add(time.Hour)
+		if ok, err := e.store.SetStanding(ctx, a.ID, accounts.Standing{Status: auth.StatusActive},
+			accounts.Standing{Status: auth.StatusActive, TimeoutUntil: &until, TimeoutReason: &reason}, e.clock.Now()); err != nil || !ok {
+			t.Errorf("B's timeout of A: %v %v", ok, err)
+		}
+	}}
+	svc := e.service(t, func(o *accounts.Options) { o.Store = racer })
+	_, err := svc.Ban(ctx, caller(a.ID, auth.RoleSuperAdmin), b.ID, auth.BanRequest{Reason: &reason})
+	wantErr(t, err, errs.KindConflict, "cannot ban the last active super admin")
+	if got, _ := e.store.UserByID(ctx, b.ID); got.Status != auth.StatusActive || got.BanReason != nil {
+		t.Fatalf("B is %s (%v), want restored to active", got.Status, got.BanReason)
+	}
+	if n := len(e.audit.byAction(moderation.AuditUserBan)); n != 0 {
+		t.Fatalf("the undone ban left %d audit entries", n)
 	}
 }

@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"testing"
+	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/errs"
@@ -47,30 +48,27 @@ func TestRoleChangeRules(t *testing.T) {
 	}
 }
 
-func TestLastSuperAdminRule(t *testing.T) {
+// Only an active super admin counts: a banned or timed-out one keeps no one in charge.
+func TestActiveSuperAdmin(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	later, earlier := now.Add(time.Minute), now.Add(-time.Minute)
 	cases := []struct {
-		from, to string
-		admins   int64
-		refused  bool
+		u    User
+		want bool
 	}{
-		{auth.RoleSuperAdmin, auth.RoleUser, 1, true},
-		{auth.RoleSuperAdmin, auth.RoleModerator, 1, true},
-		{auth.RoleSuperAdmin, auth.RoleUser, 0, true},
-		{auth.RoleSuperAdmin, auth.RoleUser, 2, false},
-		{auth.RoleSuperAdmin, auth.RoleSuperAdmin, 1, false},
-		{auth.RoleModerator, auth.RoleUser, 1, false},
-		{auth.RoleUser, auth.RoleSuperAdmin, 0, false},
+		{User{Role: auth.RoleSuperAdmin, Status: auth.StatusActive}, true},
+		{User{Role: auth.RoleSuperAdmin, Status: auth.StatusActive, TimeoutUntil: &earlier}, true},
+		{User{Role: auth.RoleSuperAdmin, Status: auth.StatusActive, TimeoutUntil: &later}, false},
+		{User{Role: auth.RoleSuperAdmin, Status: auth.StatusBanned}, false},
+		{User{Role: auth.RoleModerator, Status: auth.StatusActive}, false},
 	}
-	for _, tc := range cases {
-		err := CheckLastSuperAdmin(tc.from, tc.to, tc.admins)
-		if got := err != nil; got != tc.refused {
-			t.Errorf("%s→%s with %d super admins: refused=%v, want %v", tc.from, tc.to, tc.admins, got, tc.refused)
+	for i, tc := range cases {
+		if got := tc.u.activeSuperAdmin(now); got != tc.want {
+			t.Errorf("case %d: %v, want %v", i, got, tc.want)
 		}
-		if err != nil {
-			if e, ok := errs.As(err); !ok || e.Kind != errs.KindConflict || e.Message != "cannot demote the last super admin" {
-				t.Errorf("error %v is not the 409", err)
-			}
-		}
+	}
+	if e, ok := errs.As(lastSuperAdmin("ban")); !ok || e.Kind != errs.KindConflict || e.Message != "cannot ban the last active super admin" {
+		t.Errorf("lastSuperAdmin = %v", e)
 	}
 }
 

@@ -129,7 +129,7 @@ func TestConditionalUpdates(t *testing.T) {
 	if ok, err := s.SetRole(ctx, "u1", auth.RoleUser, auth.RoleSuperAdmin, now); err != nil || !ok {
 		t.Fatalf("set role = %v, %v", ok, err)
 	}
-	if n, err := s.CountRole(ctx, auth.RoleSuperAdmin); err != nil || n != 1 {
+	if n, err := s.CountUsers(ctx, accounts.UserFilter{Role: auth.RoleSuperAdmin}); err != nil || n != 1 {
 		t.Fatalf("count = %d, %v", n, err)
 	}
 	if err := s.SetLastLogin(ctx, "u1", now); err != nil {

@@ -191,15 +191,6 @@ func utc(t *time.Time) *time.Time {
 	return &v
 }
 
-// CountRole counts the accounts with role.
-func (s *Store) CountRole(ctx context.Context, role string) (int64, error) {
-	n, err := s.users.CountDocuments(ctx, bson.D{{Key: "role", Value: role}})
-	if err != nil {
-		return 0, fmt.Errorf("count %s accounts: %w", role, err)
-	}
-	return n, nil
-}
-
 // update applies $set to the account filter matches and reports whether it did.
 func (s *Store) update(ctx context.Context, op string, filter, set bson.D) (bool, error) {
 	return s.updateOne(ctx, op, filter, bson.D{{Key: "$set", Value: set}})

@@ -95,9 +95,13 @@ func openSpool(path string, size int) (s *spool, carried, lost int, err error) {
 		s.init()
 		return s, 0, 0, nil
 	}
-	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, spoolFileOK)
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, spoolFileOK)
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("click spool: %w", err)
+	}
+	if err := ours(lock); err != nil {
+		_ = lock.Close()
+		return nil, 0, 0, err
 	}
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		_ = lock.Close()
@@ -179,12 +183,16 @@ const maxSpool = 4 << 30
 // one loss and empties it); a file that is no spool at all is an error: it is not ours to
 // overwrite.
 func mapExisting(path string) (*spool, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("click spool: %w", err)
+	}
+	if err := ours(f); err != nil {
+		_ = f.Close()
+		return nil, err
 	}
 	var hdr [headerSize]byte
 	fi, err := f.Stat()
@@ -245,10 +253,35 @@ func (o *spool) keep() (kept, lost int) {
 	return kept, lost
 }
 
+// ours refuses a spool file (or its lock) that another user owns, that others may read or
+// write (mode wider than 0600), or that is no regular file: the spool holds client
+// addresses, and a file prepared by someone else could leak them or feed us forged visits.
+// The check is on the open file, so it cannot be swapped between check and use.
+func ours(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("click spool: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("click spool: %s is not a regular file", f.Name())
+	case !ok || int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("click spool: %s is owned by another user (uid %d); remove it", f.Name(), st.Uid)
+	case fi.Mode().Perm()&^spoolFileOK != 0:
+		return fmt.Errorf("click spool: %s has mode %#o, wider than %#o; remove it or chmod 600 it", f.Name(), fi.Mode().Perm(), spoolFileOK)
+	}
+	return nil
+}
+
 // create makes a ring's file at path, its room reserved (a full file system is an error
-// now, not a fault later), and maps it.
+// now, not a fault later), and maps it. A file left at path (a crash while resizing) is
+// removed first, so the new one is made by us, with our mode, never through a link.
 func (s *spool) create(path string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, spoolFileOK)
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("click spool: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, spoolFileOK)
 	if err != nil {
 		return fmt.Errorf("click spool: %w", err)
 	}

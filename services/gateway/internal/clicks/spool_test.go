@@ -270,7 +270,7 @@ func TestSpoolFileOfAnotherSizeOrDamaged(t *testing.T) {
 	}
 
 	other := filepath.Join(t.TempDir(), "notes.txt")
-	_ = os.WriteFile(other, []byte("not a spool"), 0o644)
+	_ = os.WriteFile(other, []byte("not a spool"), 0o600)
 	if _, _, _, err := openSpool(other, minSpool); err == nil || !strings.Contains(err.Error(), "not a click spool") {
 		t.Fatalf("a foreign file opened as a spool: %v", err)
 	}
@@ -542,4 +542,82 @@ func decode(rec []byte) (Visit, bool) {
 		*f = strings.Clone(*f)
 	}
 	return v, true
+}
+
+// A spool file (or its lock) that others may read, that another user owns, or that is a
+// link is refused and left as it is; a file left beside it by a crash while resizing is
+// replaced by one of our own.
+func TestSpoolRefusesFilesNotOurs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "clicks.spool")
+	s, _, _, err := openSpool(path, minSpool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, s, 3, false)
+	s.close()
+
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := openSpool(path, minSpool); err == nil || !strings.Contains(err.Error(), "wider than 0600") {
+		t.Fatalf("a spool others may read was opened: %v", err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
+		t.Fatalf("the refused file was changed: %v", fi.Mode())
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path+".lock", 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := openSpool(path, minSpool); err == nil || !strings.Contains(err.Error(), "wider than 0600") {
+		t.Fatalf("a lock others may write was used: %v", err)
+	}
+	if err := os.Chmod(path+".lock", 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// A link in the spool's place, to a file that would be written through it.
+	elsewhere := filepath.Join(dir, "elsewhere")
+	if err := os.Rename(path, elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := openSpool(path, minSpool); err == nil {
+		t.Fatal("a spool reached through a link was opened")
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(elsewhere, path); err != nil {
+		t.Fatal(err)
+	}
+
+	// A leftover of a resize, readable by others: the new ring is a fresh file of ours.
+	if err := os.WriteFile(path+".new", []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, carried, _, err := openSpool(path, 2*minSpool)
+	if err != nil || carried != 3 {
+		t.Fatalf("resize past a leftover: %v, carried %d", err, carried)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != spoolFileOK {
+		t.Fatalf("resized spool %v, %v", fi, err)
+	}
+	s.close()
+
+	if os.Geteuid() != 0 {
+		t.Log("not root: another owner cannot be made here; the mode checks above still ran")
+		return
+	}
+	if err := os.Chown(path, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := openSpool(path, 2*minSpool); err == nil || !strings.Contains(err.Error(), "owned by another user") {
+		t.Fatalf("a spool of another user was opened: %v", err)
+	}
 }

@@ -213,7 +213,7 @@ func (h handlers) autoRenew(c *fiber.Ctx) error {
 	if err := server.DecodeJSON(c, &req); err != nil {
 		return err
 	}
-	l, err := h.svc.SetAutoRenew(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("code")), req.AutoRenew)
+	l, err := h.svc.SetAutoRenew(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("code")), req.LinkID, req.AutoRenew)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package links
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -125,16 +126,26 @@ func (s *Service) Owned(ctx context.Context, caller identity.Caller, code string
 }
 
 // SetAutoRenew switches the auto-renewal of the live link code: a moderator's action (the
-// approval of a permanent request). The change reaches every cache within a second.
-func (s *Service) SetAutoRenew(ctx context.Context, caller identity.Caller, code string, on bool) (link.Link, error) {
+// approval of a permanent request). With linkID the change is for that link only: when code
+// is gone or names another link now, 409 link.MsgLinkGone. The change reaches every cache
+// within a second.
+func (s *Service) SetAutoRenew(ctx context.Context, caller identity.Caller, code, linkID string, on bool) (link.Link, error) {
 	if !caller.AtLeastModerator() {
 		return link.Link{}, errs.Forbidden("moderator role required")
 	}
+	gone := errs.E(errs.KindConflict, link.MsgLinkGone)
 	l, err := s.find(ctx, code)
-	if err != nil {
+	switch {
+	case linkID != "" && (errs.IsKind(err, errs.KindNotFound) || err == nil && l.ID != linkID):
+		return link.Link{}, gone
+	case err != nil:
 		return link.Link{}, err
 	}
-	if err := s.store.Update(ctx, code, Change{AutoRenew: &on}); err != nil {
+	// Bound to the id read, so a purge and a new link under code in between change nothing.
+	if err := s.store.Update(ctx, code, Change{AutoRenew: &on, IfID: l.ID}); err != nil {
+		if linkID != "" && errors.Is(err, ErrNotFound) {
+			return link.Link{}, gone
+		}
 		return link.Link{}, storeError(err)
 	}
 	s.cache.Invalidate(ctx, code)

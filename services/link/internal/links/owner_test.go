@@ -21,7 +21,7 @@ func wantErr(t *testing.T, err error, kind errs.Kind, msg string) {
 func TestOwnerRules(t *testing.T) {
 	s, st, c := newService()
 	ctx := context.Background()
-	st.links["mine"] = Link{ShortCode: "mine", OwnerID: "u1", Status: link.StatusActive, ExpiresAt: now.Add(-time.Hour)}
+	st.links["mine"] = Link{ID: "id-mine", ShortCode: "mine", OwnerID: "u1", Status: link.StatusActive, ExpiresAt: now.Add(-time.Hour)}
 	st.links["off"] = Link{ShortCode: "off", OwnerID: "u1", Status: link.StatusDisabled, ExpiresAt: now.Add(time.Hour)}
 	st.links["theirs"] = Link{ShortCode: "theirs", OwnerID: "u2", Status: link.StatusActive, ExpiresAt: now.Add(time.Hour)}
 	other := identity.Caller{UserID: "u2", Role: "user"}
@@ -67,18 +67,18 @@ func TestOwnerRules(t *testing.T) {
 func TestOwnedAndAutoRenew(t *testing.T) {
 	s, st, c := newService()
 	ctx := context.Background()
-	st.links["mine"] = Link{ShortCode: "mine", OwnerID: "u1", Status: link.StatusActive, ExpiresAt: now.Add(-time.Hour)}
+	st.links["mine"] = Link{ID: "id-mine", ShortCode: "mine", OwnerID: "u1", Status: link.StatusActive, ExpiresAt: now.Add(-time.Hour)}
 	if l, err := s.Owned(ctx, user, "mine"); err != nil || l.ShortCode != "mine" || !l.Expired || l.OwnerID != "" {
 		t.Fatalf("owned: %+v %v", l, err)
 	}
 	_, err := s.Owned(ctx, identity.Caller{UserID: "u2", Role: "user"}, "mine")
 	wantErr(t, err, errs.KindNotFound, link.MsgNotFound)
 
-	_, err = s.SetAutoRenew(ctx, user, "mine", true)
+	_, err = s.SetAutoRenew(ctx, user, "mine", "", true)
 	wantErr(t, err, errs.KindForbidden, "moderator role required")
 	mod := identity.Caller{UserID: "m1", Role: identity.RoleModerator}
 	for range 2 { // idempotent
-		l, err := s.SetAutoRenew(ctx, mod, "mine", true)
+		l, err := s.SetAutoRenew(ctx, mod, "mine", "id-mine", true)
 		if err != nil || !l.AutoRenew || l.Expired || !st.links["mine"].AutoRenew || l.OwnerID != "u1" {
 			t.Fatalf("auto-renew: %+v %v", l, err)
 		}
@@ -86,8 +86,17 @@ func TestOwnedAndAutoRenew(t *testing.T) {
 	if len(c.invalidated) != 2 {
 		t.Fatalf("every switch drops the cached copies: %v", c.invalidated)
 	}
-	_, err = s.SetAutoRenew(ctx, mod, "nope", true)
+	_, err = s.SetAutoRenew(ctx, mod, "nope", "", true)
 	wantErr(t, err, errs.KindNotFound, link.MsgNotFound)
+	// Bound to a link id: the code's link is gone, or the code names another link now.
+	_, err = s.SetAutoRenew(ctx, mod, "nope", "id-nope", true)
+	wantErr(t, err, errs.KindConflict, link.MsgLinkGone)
+	st.links["mine"] = Link{ID: "id-new", ShortCode: "mine", OwnerID: "u2", Status: link.StatusActive, ExpiresAt: now.Add(time.Hour)}
+	_, err = s.SetAutoRenew(ctx, mod, "mine", "id-mine", true)
+	wantErr(t, err, errs.KindConflict, link.MsgLinkGone)
+	if st.links["mine"].AutoRenew {
+		t.Fatal("the change reached the link that took the code over")
+	}
 }
 
 // Click counts come from the analytics service, which owns every click; the analytics of a

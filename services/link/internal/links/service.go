@@ -242,17 +242,21 @@ func (s *Service) Resolve(ctx context.Context, code string) (link.Resolved, erro
 	return r, nil
 }
 
-// Info returns the public information of code.
+// Info returns the public information of code; a disabled link's destination is left out.
 func (s *Service) Info(ctx context.Context, code string) (link.Info, error) {
 	l, err := s.find(ctx, code)
 	if err != nil {
 		return link.Info{}, err
 	}
-	return link.Info{
+	info := link.Info{
 		ShortCode: l.ShortCode, ShortURL: s.ShortURL(l.ShortCode), DestinationURL: l.DestinationURL,
 		Status: l.Status, Expired: l.Expired(s.now()), AutoRenew: l.AutoRenew,
 		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt,
-	}, nil
+	}
+	if l.Status == link.StatusDisabled {
+		info.DestinationURL = ""
+	}
+	return info, nil
 }
 
 // find returns the live (not soft-deleted) link with code.

@@ -99,7 +99,7 @@ func (s *fakeStore) UpdateLive(_ context.Context, code, owner string, ch Change)
 
 func (s *fakeStore) Update(_ context.Context, code string, ch Change) error {
 	l, ok := s.links[code]
-	if !ok {
+	if !ok || ch.IfID != "" && l.ID != ch.IfID {
 		return ErrNotFound
 	}
 	if ch.AutoRenew != nil {
@@ -365,8 +365,13 @@ func TestResolveAndInfo(t *testing.T) {
 		t.Error("unknown code not negatively cached")
 	}
 	info, err := s.Info(ctx, "old")
-	if err != nil || !info.Expired || info.ShortURL != "https://sho.rt/old" {
+	if err != nil || !info.Expired || info.ShortURL != "https://sho.rt/old" || info.DestinationURL != "https://b.example" {
 		t.Fatalf("info old: %+v %v", info, err)
+	}
+	// What moderation took down is not served by info either.
+	st.links["phish"] = Link{ShortCode: "phish", DestinationURL: "https://evil.example", Status: link.StatusDisabled, ExpiresAt: now.Add(time.Hour)}
+	if info, err := s.Info(ctx, "phish"); err != nil || info.DestinationURL != "" || info.Status != link.StatusDisabled {
+		t.Fatalf("info of a disabled link: %+v %v", info, err)
 	}
 	st.failErr = fmt.Errorf("connection reset")
 	// A store failure passes up as it is: the boot path's classifier decides whether it is

@@ -32,7 +32,7 @@ func (s *Service) File(ctx context.Context, caller identity.Caller, code string,
 	if l.AutoRenew {
 		return moderation.PermanentRequest{}, errs.E(errs.KindConflict, "link already auto-renews")
 	}
-	r := Request{ID: s.newID(), ShortCode: l.ShortCode, OwnerID: caller.UserID, Reason: reason, Status: StatusPending,
+	r := Request{ID: s.newID(), LinkID: l.ID, ShortCode: l.ShortCode, OwnerID: caller.UserID, Reason: reason, Status: StatusPending,
 		CreatedAt: s.now().UTC().Truncate(time.Millisecond)}
 	if err := s.store.InsertRequest(ctx, r); err != nil {
 		if errors.Is(err, ErrPending) {

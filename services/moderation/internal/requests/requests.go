@@ -33,7 +33,10 @@ const claimLease = time.Minute
 
 // Request is a stored permanent request.
 type Request struct {
-	ID             string
+	ID string
+	// LinkID is the link the request is for; its code may name another link after a purge.
+	// Empty in requests filed before link ids were kept: those act on the code.
+	LinkID         string
 	ShortCode      string
 	OwnerID        string
 	Reason         string
@@ -102,6 +105,8 @@ type Store interface {
 	// Claim holds an entry for action; it returns the action of a dead resolver's hold it
 	// took over, whose side effects the new resolution must undo.
 	Claim(ctx context.Context, q Queue, id, action, by string, now, staleBefore time.Time) (bool, string, error)
+	// Unclaim gives up a hold for action that did nothing.
+	Unclaim(ctx context.Context, q Queue, id, action string) error
 	Finish(ctx context.Context, q Queue, id, action, status, by, note string, at time.Time) (bool, error)
 	InsertAudit(ctx context.Context, e AuditEntry) error
 	Audit(ctx context.Context, actorID, action string, skip, limit int64) ([]AuditEntry, int64, error)
@@ -117,7 +122,7 @@ type Store interface {
 // the caller's own internal token, so the link service applies its own rules to them.
 type Links interface {
 	Owned(ctx context.Context, code string) (link.Link, error)
-	SetAutoRenew(ctx context.Context, code string, on bool) (link.Link, error)
+	SetAutoRenew(ctx context.Context, code, linkID string, on bool) (link.Link, error)
 	Resolve(ctx context.Context, code string) (link.Resolved, error)
 	Disable(ctx context.Context, code string, req link.DisableRequest) (link.Link, error)
 	Counts(ctx context.Context) (link.LinkCounts, error)

@@ -62,6 +62,14 @@ func (s *fakeStore) Claim(_ context.Context, q Queue, id, action, _ string, _, _
 	return true, "", nil
 }
 
+func (s *fakeStore) Unclaim(_ context.Context, q Queue, id, action string) error {
+	if r := s.reqs[id]; q == QueuePermanent && r.ClaimAction == action {
+		r.ClaimAction = ""
+		s.reqs[id] = r
+	}
+	return nil
+}
+
 func (s *fakeStore) Finish(_ context.Context, q Queue, id, action, status, by, note string, at time.Time) (bool, error) {
 	if s.finishErr != nil {
 		return false, s.finishErr
@@ -93,6 +101,8 @@ func (s *fakeStore) InsertAudit(_ context.Context, e AuditEntry) error {
 }
 
 type fakeLinks struct {
+	// ids is the id of the link a code names, when not "id-" + code (the code reused).
+	ids       map[string]string
 	disabled  map[string]int
 	owned     map[string]bool // code → auto_renew, for the caller's own links
 	autoRenew map[string]bool
@@ -103,10 +113,20 @@ func (l *fakeLinks) Owned(_ context.Context, code string) (link.Link, error) {
 	if !ok {
 		return link.Link{}, errs.NotFound(link.MsgNotFound)
 	}
-	return link.Link{ShortCode: code, AutoRenew: on}, nil
+	return link.Link{ID: l.id(code), ShortCode: code, AutoRenew: on}, nil
 }
 
-func (l *fakeLinks) SetAutoRenew(_ context.Context, code string, on bool) (link.Link, error) {
+func (l *fakeLinks) id(code string) string {
+	if id, ok := l.ids[code]; ok {
+		return id
+	}
+	return "id-" + code
+}
+
+func (l *fakeLinks) SetAutoRenew(_ context.Context, code, linkID string, on bool) (link.Link, error) {
+	if linkID != "" && linkID != l.id(code) {
+		return link.Link{}, errs.E(errs.KindConflict, link.MsgLinkGone)
+	}
 	l.autoRenew[code] = on
 	return link.Link{ShortCode: code, AutoRenew: on}, nil
 }
@@ -118,7 +138,7 @@ var (
 
 func newService() (*Service, *fakeStore, *fakeLinks) {
 	st := &fakeStore{reqs: map[string]Request{}, reports: map[string]Report{}, audit: map[string]AuditEntry{}}
-	l := &fakeLinks{owned: map[string]bool{"mine": false, "forever": true}, autoRenew: map[string]bool{}}
+	l := &fakeLinks{owned: map[string]bool{"mine": false, "forever": true}, autoRenew: map[string]bool{}, ids: map[string]string{}}
 	n := 0
 	return NewService(st, Peers{Links: l, Quota: &fakeQuota{limit: 2}}, func() string { n++; return "r" + string(rune('0'+n)) }), st, l
 }
@@ -200,5 +220,24 @@ func TestResolve(t *testing.T) {
 	r2, _ := s.File(ctx, owner, "other", moderation.PermanentRequestBody{})
 	if got, err := s.Resolve(ctx, mod, r2.ID, moderation.ResolveRequest{Action: "reject"}); err != nil || got.Status != StatusRejected || l.autoRenew["other"] {
 		t.Fatalf("reject: %+v %v", got, err)
+	}
+
+	// The approval acts on the request's link: once it is purged and its code names another
+	// link, the approval is a 409, that other link stays as it is, and the request can still
+	// be rejected.
+	l.owned["reused"] = false
+	r3, _ := s.File(ctx, owner, "reused", moderation.PermanentRequestBody{})
+	if st.reqs[r3.ID].LinkID != "id-reused" {
+		t.Fatalf("request filed without its link id: %+v", st.reqs[r3.ID])
+	}
+	l.ids["reused"] = "id-someone-else"
+	_, err = s.Resolve(ctx, mod, r3.ID, moderation.ResolveRequest{Action: "approve"})
+	wantErr(t, err, errs.KindConflict, link.MsgLinkGone)
+	if l.autoRenew["reused"] || st.reqs[r3.ID].Status != StatusPending {
+		t.Fatalf("after approving a gone link: auto_renew %v, status %s", l.autoRenew["reused"], st.reqs[r3.ID].Status)
+	}
+	// The refused approval left no hold behind: a rejection goes through at once.
+	if got, err := s.Resolve(ctx, mod, r3.ID, moderation.ResolveRequest{Action: "reject"}); err != nil || got.Status != StatusRejected {
+		t.Fatalf("reject a gone link's request: %+v %v", got, err)
 	}
 }

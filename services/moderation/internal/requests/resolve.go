@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
@@ -48,17 +49,30 @@ func (s *Service) Resolve(ctx context.Context, caller identity.Caller, id string
 	if err != nil {
 		return moderation.PermanentRequest{}, err
 	}
-	// An approval sets the link's auto_renew; a rejection taking over from an approval that
-	// died half way takes it off again.
+	// An approval sets the auto_renew of the request's link, by its id: if the link is gone
+	// (purged, its code perhaps another link's now) the approval is a 409 and the request
+	// stays pending for a rejection. A rejection taking over from an approval that died half
+	// way takes it off again, if that link still exists.
 	if req.Action == moderation.ActionApprove || took == moderation.ActionApprove {
-		if _, err := s.links.SetAutoRenew(ctx, r.ShortCode, req.Action == moderation.ActionApprove); err != nil {
+		_, err := s.links.SetAutoRenew(ctx, r.ShortCode, r.LinkID, req.Action == moderation.ActionApprove)
+		switch {
+		case err != nil && req.Action == moderation.ActionApprove && linkGone(err):
+			// Nothing happened: let a rejection through at once.
+			if uerr := s.store.Unclaim(context.WithoutCancel(ctx), QueuePermanent, r.ID, req.Action); uerr != nil {
+				err = errors.Join(err, uerr)
+			}
+			return moderation.PermanentRequest{}, err
+		case err != nil && (req.Action == moderation.ActionApprove || !linkGone(err)):
 			return moderation.PermanentRequest{}, err
 		}
 	}
 	var undo func() error
 	if req.Action == moderation.ActionApprove {
 		undo = func() error {
-			_, err := s.links.SetAutoRenew(context.WithoutCancel(ctx), r.ShortCode, false)
+			_, err := s.links.SetAutoRenew(context.WithoutCancel(ctx), r.ShortCode, r.LinkID, false)
+			if linkGone(err) {
+				return nil
+			}
 			return err
 		}
 	}
@@ -68,6 +82,12 @@ func (s *Service) Resolve(ctx context.Context, caller identity.Caller, id string
 	}
 	r.Status, r.ResolvedAt, r.ResolvedBy, r.ResolutionNote = final, &now, caller.UserID, note
 	return view(r), nil
+}
+
+// linkGone tells the link service's answer that a request's link no longer exists.
+func linkGone(err error) bool {
+	e, ok := errs.As(err)
+	return ok && e.Kind == errs.KindConflict && e.Message == link.MsgLinkGone
 }
 
 // claim takes entry id of queue q, whose status was read as status, for action, or says

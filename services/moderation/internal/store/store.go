@@ -76,6 +76,7 @@ func (s *Store) queue(q requests.Queue) *mongo.Collection {
 
 type requestDoc struct {
 	ID             string     `bson:"_id"`
+	LinkID         string     `bson:"link_id,omitempty"`
 	ShortCode      string     `bson:"short_code"`
 	OwnerID        string     `bson:"owner_id"`
 	Reason         string     `bson:"reason"`
@@ -88,13 +89,13 @@ type requestDoc struct {
 }
 
 func fromRequestDoc(d requestDoc) requests.Request {
-	return requests.Request{ID: d.ID, ShortCode: d.ShortCode, OwnerID: d.OwnerID, Reason: d.Reason, Status: d.Status,
+	return requests.Request{ID: d.ID, LinkID: d.LinkID, ShortCode: d.ShortCode, OwnerID: d.OwnerID, Reason: d.Reason, Status: d.Status,
 		CreatedAt: d.CreatedAt.UTC(), ResolvedAt: d.ResolvedAt, ResolvedBy: d.ResolvedBy, ResolutionNote: d.ResolutionNote}
 }
 
 // InsertRequest files a pending request; requests.ErrPending when its link has one.
 func (s *Store) InsertRequest(ctx context.Context, r requests.Request) error {
-	_, err := s.requests.InsertOne(ctx, requestDoc{ID: r.ID, ShortCode: r.ShortCode, OwnerID: r.OwnerID, Reason: r.Reason,
+	_, err := s.requests.InsertOne(ctx, requestDoc{ID: r.ID, LinkID: r.LinkID, ShortCode: r.ShortCode, OwnerID: r.OwnerID, Reason: r.Reason,
 		Status: r.Status, PendingFor: "link:" + r.ShortCode, CreatedAt: r.CreatedAt})
 	if mongo.IsDuplicateKeyError(err) {
 		return requests.ErrPending
@@ -196,6 +197,15 @@ func (s *Store) Claim(ctx context.Context, q requests.Queue, id, action, by stri
 		}
 	}
 	return false, "", nil
+}
+
+// Unclaim gives up the hold on entry id of queue q for action, when nothing of the action
+// happened, so another action need not wait for the hold to go stale.
+func (s *Store) Unclaim(ctx context.Context, q requests.Queue, id, action string) error {
+	if _, err := s.claims.DeleteOne(ctx, bson.D{{Key: "_id", Value: q.String() + ":" + id}, {Key: "action", Value: action}}); err != nil {
+		return fmt.Errorf("release claim of %s: %w", q, err)
+	}
+	return nil
 }
 
 // Finish resolves entry id of queue q, which the caller holds: its final status, who, when,

@@ -126,3 +126,10 @@ func IsKind(err error, kind Kind) bool {
 	e, ok := As(err)
 	return ok && e.Kind == kind
 }
+
+// IsClientError reports whether err is the caller's doing (a 4xx): what a caller asked
+// wrongly, not what failed on our side.
+func IsClientError(err error) bool {
+	e, ok := As(err)
+	return ok && e.Kind.Status() >= 400 && e.Kind.Status() < 500
+}

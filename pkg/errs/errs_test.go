@@ -78,3 +78,24 @@ func TestTextChecks(t *testing.T) {
 		}
 	}
 }
+
+func TestIsClientError(t *testing.T) {
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{Invalid("bad"), true},
+		{E(KindConflict, "taken"), true},
+		{TooMany("slow down", time.Second), true},
+		{fmt.Errorf("wrapped: %w", NotFound("gone")), true},
+		{Unavailable("down", errors.New("x")), false},
+		{E(KindInternal, "boom"), false},
+		{errors.New("plain"), false},
+		{nil, false},
+	}
+	for _, tc := range cases {
+		if got := IsClientError(tc.err); got != tc.want {
+			t.Errorf("IsClientError(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}

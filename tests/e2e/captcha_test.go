@@ -38,7 +38,10 @@ func TestCaptchaRequiredWhenConfigured(t *testing.T) {
 	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
 		BinDir: binDir(), MongoURI: mongoURI, RedisURL: redisURL,
 		DatabasePrefix: testenv.Name("e2e_captcha"), LogDir: t.TempDir(),
-		Env: map[string]string{"LINKMESH_CAPTCHA_VERIFY_URL": verifier.URL, "LINKMESH_CAPTCHA_SECRET": "captcha-secret"},
+		Env: map[string]string{"LINKMESH_CAPTCHA_VERIFY_URL": verifier.URL, "LINKMESH_CAPTCHA_SECRET": "captcha-secret",
+			// Clients of their own through a trusted hop; a login ceiling of two failures.
+			"LINKMESH_TRUSTED_PROXIES": "127.0.0.1/32", "LINKMESH_LOGIN_MAX_FAILURES": "2",
+			"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL": "2", "LINKMESH_LOGIN_MAX_FAILURES_PER_CLIENT": "2"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +70,38 @@ func TestCaptchaRequiredWhenConfigured(t *testing.T) {
 	report(`{"short_code":"`+code+`","reason":"spam","captcha_token":"robot"}`).wantError(t, 400, "captcha verification failed")
 	if r := report(`{"short_code":"` + code + `","reason":"spam","captcha_token":"human"}`); r.status != 201 {
 		t.Fatalf("report with an accepted token: %d %s", r.status, r.body)
+	}
+
+	// Registration needs the captcha too.
+	from := func(ip, path, body string) response {
+		t.Helper()
+		a, err := stack.Send(client, svcs.GatewayURL, "POST", path, body, map[string]string{"X-Forwarded-For": ip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return response{status: a.Status, header: a.Header, body: a.Body}
+	}
+	// Redis outlives the stack: an address and clients of this run's own.
+	locked := "locked." + testenv.Name("captcha") + "@example.com"
+	account := `"email":"` + locked + `","password":"s3cret-passphrase"`
+	registrant := newClientIP()
+	from(registrant, "/api/auth/register", `{`+account+`,"first_name":"A","last_name":"B"}`).wantError(t, 400, "captcha verification failed")
+	from(registrant, "/api/auth/register", `{`+account+`,"first_name":"A","last_name":"B","captcha_token":"robot"}`).wantError(t, 400, "captcha verification failed")
+	if r := from(registrant, "/api/auth/register", `{`+account+`,"first_name":"A","last_name":"B","captcha_token":"human"}`); r.status != 201 {
+		t.Fatalf("register with an accepted token: %d %s", r.status, r.body)
+	}
+	// Two clients fail once each: the e-mail's ceiling of two is full. A login for it then
+	// needs the captcha instead of being refused: the owner gets in with one.
+	for range 2 {
+		from(newClientIP(), "/api/auth/login", `{"email":"`+locked+`","password":"wrong-password"}`).wantError(t, 401, "invalid email or password")
+	}
+	owner := newClientIP()
+	from(owner, "/api/auth/login", `{`+account+`}`).wantError(t, 400, "captcha_token is required: this e-mail has too many failed logins")
+	from(owner, "/api/auth/login", `{`+account+`,"captcha_token":"robot"}`).wantError(t, 400, "captcha verification failed")
+	// The gateway decides what the captcha was; a body that claims it is not believed.
+	from(owner, "/api/auth/login", `{`+account+`,"captcha":"passed"}`).wantError(t, 400, "captcha_token is required: this e-mail has too many failed logins")
+	if r := from(owner, "/api/auth/login", `{`+account+`,"captcha_token":"human"}`); r.status != 200 || sessionCookie(r) == "" {
+		t.Fatalf("login past the ceiling with an accepted token: %d %s", r.status, r.body)
 	}
 }
 

@@ -110,7 +110,8 @@ func run(m *testing.M) int {
 			"LINKMESH_WEBHOOK_ALLOWED_CIDRS": "127.0.0.1/32",
 			"LINKMESH_WEBHOOK_RETRY_BASE":    "100ms",
 			// The ceiling of failed logins of one e-mail over all clients (login_limits_test.go).
-			"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL": itoa(loginFailuresPerEmail),
+			"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL":  itoa(loginFailuresPerEmail),
+			"LINKMESH_LOGIN_MAX_FAILURES_PER_CLIENT": itoa(loginFailuresPerClient),
 		},
 	})
 	if err != nil {

@@ -38,7 +38,7 @@ quota:
   calls: []
   mongodb: true
   secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
-  settings: [anonQuota, anonWindow, userWindow, loginMaxFailures, loginMaxFailuresPerEmail, loginWindow, tokenRate]
+  settings: [anonQuota, anonWindow, userWindow, loginMaxFailures, loginMaxFailuresPerEmail, loginMaxFailuresPerClient, loginWindow, registerLimit, registerWindow, tokenRate]
 {{- end }}
 
 {{/* The services, in port order. */}}
@@ -74,6 +74,9 @@ anonWindow: LINKMESH_ANON_WINDOW
 userWindow: LINKMESH_USER_WINDOW
 loginMaxFailures: LINKMESH_LOGIN_MAX_FAILURES
 loginMaxFailuresPerEmail: LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL
+loginMaxFailuresPerClient: LINKMESH_LOGIN_MAX_FAILURES_PER_CLIENT
+registerLimit: LINKMESH_REGISTER_LIMIT
+registerWindow: LINKMESH_REGISTER_WINDOW
 loginWindow: LINKMESH_LOGIN_WINDOW
 tokenRate: LINKMESH_TOKEN_RATE
 webhookAllowedCIDRs: LINKMESH_WEBHOOK_ALLOWED_CIDRS

@@ -188,6 +188,9 @@ Deployment.
 {{- if lt (int $v.config.loginMaxFailuresPerEmail) (int $v.config.loginMaxFailures) }}
 {{- fail (printf "config.loginMaxFailuresPerEmail (%d) must be at least config.loginMaxFailures (%d): the quota service would not start" (int $v.config.loginMaxFailuresPerEmail) (int $v.config.loginMaxFailures)) }}
 {{- end }}
+{{- if lt (int $v.config.loginMaxFailuresPerClient) (int $v.config.loginMaxFailures) }}
+{{- fail (printf "config.loginMaxFailuresPerClient (%d) must be at least config.loginMaxFailures (%d): the quota service would not start" (int $v.config.loginMaxFailuresPerClient) (int $v.config.loginMaxFailures)) }}
+{{- end }}
 {{- if eq (int $v.metrics.port) (int $v.containerPort) }}
 {{- fail "metrics.port must differ from containerPort" }}
 {{- end }}

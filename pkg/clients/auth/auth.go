@@ -73,13 +73,36 @@ type RegisterRequest struct {
 	// from the public body): a retry with the same key and body signs in to the account the
 	// first attempt created, another body is 422.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// CaptchaToken is the public body's captcha answer: the gateway verifies it (when a
+	// verifier is configured) and never forwards it.
+	CaptchaToken *string `json:"captcha_token,omitempty"`
 }
 
 // LoginRequest is the body of POST /api/auth/login.
 type LoginRequest struct {
 	Email    string `json:"email"`
 	Password string `json:"password"`
+	// CaptchaToken is the public body's captcha answer, needed once the e-mail has reached
+	// its failure ceiling: the gateway verifies it and never forwards it.
+	CaptchaToken *string `json:"captcha_token,omitempty"`
+	// Captcha is what the gateway found (set by it, never read from the public body):
+	// CaptchaOff, CaptchaMissing or CaptchaPassed.
+	Captcha string `json:"captcha,omitempty"`
 }
+
+// What the gateway found of a login's captcha.
+const (
+	// CaptchaOff: no verifier is configured; a login over the e-mail's ceiling is a 429.
+	CaptchaOff = ""
+	// CaptchaMissing: a verifier is configured, the request carried no token.
+	CaptchaMissing = "missing"
+	// CaptchaPassed: the verifier accepted the request's token.
+	CaptchaPassed = "passed"
+)
+
+// MsgCaptchaRequired is the 400 of a login over its e-mail's failure ceiling without a
+// captcha, when a verifier is configured.
+const MsgCaptchaRequired = "captcha_token is required: this e-mail has too many failed logins"
 
 // GoogleRequest is the body of POST /api/auth/google.
 type GoogleRequest struct {

@@ -26,6 +26,12 @@ const (
 	ScopeLoginEmail       = "login_email"
 	// ScopeLoginIP counts failed ID-token logins per client identity key, the same way.
 	ScopeLoginIP = "login_ip"
+	// ScopeLoginClient counts failed password logins per client identity key over all
+	// e-mails, the same way: one client spraying passwords over many e-mails meets it.
+	ScopeLoginClient = "login_client"
+	// ScopeRegister counts account registrations per client identity key. A registration
+	// keeps its unit; only our own failure gives it back.
+	ScopeRegister = "register"
 	// ScopeUserCreate counts a registered user's link creations per user id, up to the
 	// account's own quota_limit, which every reservation carries.
 	ScopeUserCreate = "user_create"

@@ -145,6 +145,10 @@ func newEnv(t *testing.T, opts ...option) *env {
 	}
 	e := &env{db: db, store: st, quota: newFakeQuota(5), clock: &clock{t: time.Now().UTC().Truncate(time.Millisecond)},
 		audit: &fakeAudit{}, links: newFakeLinks()}
+	// Tests register their accounts, and fail logins over many e-mails, from one client;
+	// the tests of those windows set them low.
+	e.quota.limits[quota.ScopeRegister] = 1 << 30
+	e.quota.limits[quota.ScopeLoginClient] = 1 << 30
 	e.svc = e.service(t, opts...)
 	return e
 }

@@ -19,6 +19,7 @@ const (
 	ReasonBanned           = "banned"
 	ReasonSuspended        = "suspended"
 	ReasonRateLimited      = "rate_limited"
+	ReasonCaptchaRequired  = "captcha_required"
 	ReasonUnavailable      = "unavailable"
 	ReasonError            = "error"
 	ReasonInvalidToken     = "invalid_token"
@@ -43,7 +44,7 @@ func (s *Service) Login(ctx context.Context, caller identity.Caller, req auth.Lo
 		return auth.Session{}, err
 	}
 	rec := s.newRecord(caller, MethodPassword, creds.Email)
-	units, err := s.reserveLogin(ctx, creds.Email, caller)
+	units, err := s.reserveLogin(ctx, creds.Email, caller, req.Captcha)
 	if err != nil {
 		return auth.Session{}, s.fail(ctx, rec, failureReason(err), err)
 	}
@@ -147,9 +148,12 @@ func (s *Service) fail(ctx context.Context, rec LoginRecord, reason string, err 
 
 // failureReason classifies an error for the login record.
 func failureReason(err error) string {
+	e, _ := errs.As(err)
 	switch {
 	case errs.IsKind(err, errs.KindTooMany):
 		return ReasonRateLimited
+	case e != nil && e.Kind == errs.KindInvalid && e.Message == auth.MsgCaptchaRequired:
+		return ReasonCaptchaRequired
 	case errs.IsKind(err, errs.KindUnavailable):
 		return ReasonUnavailable
 	}

@@ -296,3 +296,88 @@ func TestLoginRehashesOldHashes(t *testing.T) {
 		t.Fatalf("login with the new hash: %v", err)
 	}
 }
+
+// One client spraying passwords over many e-mails meets its own window over all e-mails,
+// though no e-mail, and no pair, is near its limit; another client is not held back.
+func TestSprayOverManyEmailsMeetsTheClientWindow(t *testing.T) {
+	e := newEnv(t)
+	e.quota.limits[quota.ScopeLoginClient] = 8
+	ctx := context.Background()
+	e.register(t, "ada@example.com")
+	sprayer := caller("", "")
+	sprayer.IPHash = fmt.Sprintf("%064x", 7)
+	for i := range 8 {
+		_, err := e.svc.Login(ctx, sprayer, auth.LoginRequest{Email: fmt.Sprintf("victim%d@example.com", i), Password: "guess-guess"})
+		wantErr(t, err, errs.KindUnauthenticated, "invalid email or password")
+	}
+	_, err := e.svc.Login(ctx, sprayer, auth.LoginRequest{Email: "victim99@example.com", Password: "guess-guess"})
+	wantErr(t, err, errs.KindTooMany, "too many failed login attempts")
+	// The refused attempt took nothing of its pair's or its e-mail's windows.
+	if n := e.quota.used(quota.ScopeLoginEmail, hexSHA("victim99@example.com")); n != 0 {
+		t.Fatalf("a refused attempt kept %d units of its e-mail's ceiling", n)
+	}
+	if _, err := e.svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: "ada@example.com", Password: "correct-horse"}); err != nil {
+		t.Fatalf("another client: %v", err)
+	}
+}
+
+// Once an e-mail's ceiling is full, a login for it goes on with a captcha the gateway found
+// passed; without a verifier it stays a 429, and with one but no token it asks for it.
+func TestCaptchaLetsPastAFullCeiling(t *testing.T) {
+	e := newEnv(t)
+	e.quota.limits[quota.ScopeLoginEmail] = 0 // full from the start
+	ctx := context.Background()
+	e.register(t, "ada@example.com")
+	login := func(pw, captcha string) error {
+		_, err := e.svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: "ada@example.com", Password: pw, Captcha: captcha})
+		return err
+	}
+	wantErr(t, login("correct-horse", auth.CaptchaOff), errs.KindTooMany, "too many failed login attempts")
+	wantErr(t, login("correct-horse", auth.CaptchaMissing), errs.KindInvalid, auth.MsgCaptchaRequired)
+	wantErr(t, login("guess-guess", auth.CaptchaPassed), errs.KindUnauthenticated, "invalid email or password")
+	if err := login("correct-horse", auth.CaptchaPassed); err != nil {
+		t.Fatalf("login with a passed captcha: %v", err)
+	}
+	// The pair's and the client's windows still count the failure past the ceiling.
+	if n := e.quota.used(quota.ScopeLoginEmailClient, hexSHA(hexSHA("ada@example.com")+ipA)); n != 1 {
+		t.Fatalf("the pair window counts %d failures, want 1", n)
+	}
+	recs, _, err := e.store.LoginRecords(ctx, accounts.RecordFilter{Email: "ada@example.com"}, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]int{}
+	for _, r := range recs {
+		reasons[r.Reason]++
+	}
+	if reasons[accounts.ReasonCaptchaRequired] != 1 || reasons[accounts.ReasonRateLimited] != 1 {
+		t.Fatalf("login records by reason: %v", reasons)
+	}
+}
+
+// Registrations take a unit of their client's window, kept for a taken e-mail too; beyond
+// the window the answer is 429, and another client still registers.
+func TestRegistrationWindow(t *testing.T) {
+	e := newEnv(t)
+	e.quota.limits[quota.ScopeRegister] = 2
+	ctx := context.Background()
+	reg := func(c identity.Caller, email string) error {
+		_, err := e.svc.Register(ctx, c, auth.RegisterRequest{Email: email, Password: "correct-horse", FirstName: "A", LastName: "B"})
+		return err
+	}
+	if err := reg(caller("", ""), "one@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, reg(caller("", ""), "one@example.com"), errs.KindConflict, "email is already registered")
+	wantErr(t, reg(caller("", ""), "two@example.com"), errs.KindTooMany, "too many registrations from this client")
+	// Invalid bodies are refused before the window: they take nothing.
+	wantErr(t, reg(caller("", ""), "not-an-email"), errs.KindInvalid, "email must be a valid e-mail address")
+	other := caller("", "")
+	other.IPHash = fmt.Sprintf("%064x", 8)
+	if err := reg(other, "two@example.com"); err != nil {
+		t.Fatalf("another client: %v", err)
+	}
+	if n := e.quota.used(quota.ScopeRegister, ipA); n != 2 {
+		t.Fatalf("the first client's window counts %d registrations, want 2", n)
+	}
+}

@@ -3,7 +3,9 @@ package accounts
 import (
 	"context"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
+	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 )
 
@@ -11,10 +13,11 @@ import (
 // key. They share one window: failing closed for them is safer than not counting them.
 const unknownClientKey = "unknown-client"
 
-// loginUnits are the two units one password login attempt holds: one of the window of its
-// pair of e-mail and client, one of the e-mail's ceiling over all clients.
+// loginUnits are the units one password login attempt holds: one of the window of its pair
+// of e-mail and client, one of the client's window over all e-mails, one of the e-mail's
+// ceiling over all clients (none when a captcha let it past a full ceiling).
 type loginUnits struct {
-	pair, email quota.ReleaseRequest
+	pair, client, email quota.ReleaseRequest
 }
 
 // ipHash returns the caller's identity key if it has the shape of one (64 hex characters,
@@ -32,23 +35,40 @@ func ipHash(caller identity.Caller) string {
 	return h
 }
 
-// reserveLogin takes one unit of the failure window of the pair (e-mail, client) and one of
-// the e-mail's ceiling over all clients. A stranger failing from one client fills only their
-// own pair's window, so the owner, from another client, still gets in; an attack spread
-// over many clients meets the ceiling. The pair comes first: an attempt its window refuses
-// never touches the ceiling. If either is refused the other is given back and the answer is
-// 429 with Retry-After. Any failure of the quota service fails the login (closed), as a 503.
-func (s *Service) reserveLogin(ctx context.Context, email string, caller identity.Caller) (loginUnits, error) {
+// reserveLogin takes one unit of each failure window of a password login:
+//   - the pair (e-mail, client): a stranger failing from one client fills only their own
+//     pair's window, so the owner, from another client, still gets in;
+//   - the client over all e-mails: one client spraying passwords over many e-mails;
+//   - the e-mail over all clients: an attack on one e-mail spread over many clients. Once
+//     it is full, a login that passed a captcha (captcha, as the gateway found it) goes on
+//     without it, so nobody can keep the owner out; without a verifier it stays a 429,
+//     and with one but no token it is a 400 asking for the captcha.
+//
+// Each is taken only after the one before was granted; when one is refused the others are
+// given back and the answer is 429 with Retry-After. Any failure of the quota service fails
+// the login (closed), as a 503.
+func (s *Service) reserveLogin(ctx context.Context, email string, caller identity.Caller, captcha string) (loginUnits, error) {
 	var units loginUnits
 	var err error
 	pair := quota.ReserveRequest{Scope: quota.ScopeLoginEmailClient, Key: pairKey(email, clientKey(caller))}
 	if units.pair, err = quota.Take(ctx, s.quota, pair, msgTooManyLogins); err != nil {
 		return loginUnits{}, err
 	}
-	ceiling := quota.ReserveRequest{Scope: quota.ScopeLoginEmail, Key: emailKey(email)}
-	if units.email, err = quota.Take(ctx, s.quota, ceiling, msgTooManyLogins); err != nil {
-		s.release(ctx, units.pair)
+	client := quota.ReserveRequest{Scope: quota.ScopeLoginClient, Key: clientKey(caller)}
+	if units.client, err = quota.Take(ctx, s.quota, client, msgTooManyLogins); err != nil {
+		s.releaseLogin(ctx, units)
 		return loginUnits{}, err
+	}
+	ceiling := quota.ReserveRequest{Scope: quota.ScopeLoginEmail, Key: emailKey(email)}
+	units.email, err = quota.Take(ctx, s.quota, ceiling, msgTooManyLogins)
+	switch {
+	case err == nil:
+	case !errs.IsKind(err, errs.KindTooMany) || captcha == auth.CaptchaOff:
+		s.releaseLogin(ctx, units)
+		return loginUnits{}, err
+	case captcha == auth.CaptchaMissing:
+		s.releaseLogin(ctx, units)
+		return loginUnits{}, errs.Invalid("%s", auth.MsgCaptchaRequired)
 	}
 	return units, nil
 }
@@ -70,9 +90,10 @@ func clientKey(caller identity.Caller) string {
 // msgTooManyLogins answers a login refused by either failure window.
 const msgTooManyLogins = "too many failed login attempts"
 
-// releaseLogin gives both units back.
+// releaseLogin gives every unit held back.
 func (s *Service) releaseLogin(ctx context.Context, units loginUnits) {
 	s.release(ctx, units.pair)
+	s.release(ctx, units.client)
 	s.release(ctx, units.email)
 }
 

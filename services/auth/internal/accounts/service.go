@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/server"
@@ -97,8 +98,14 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 
 func newID() string { return bson.NewObjectID().Hex() }
 
+// msgTooManyRegistrations answers a registration over its client's window.
+const msgTooManyRegistrations = "too many registrations from this client"
+
 // Register creates an e-mail account and logs it in. Being logged in, the registration is
-// also the account's first login record.
+// also the account's first login record. Each attempt that passes validation takes a unit
+// of its client's registration window (a 429 beyond it), kept whatever the answer but our
+// own failure: a taken e-mail counts too, so the window also bounds probing for accounts.
+// The retry of a registration that succeeded (same Idempotency-Key) takes none.
 func (s *Service) Register(ctx context.Context, caller identity.Caller, req auth.RegisterRequest) (auth.Session, error) {
 	reg, err := ValidateRegistration(req)
 	if err != nil {
@@ -114,18 +121,38 @@ func (s *Service) Register(ctx context.Context, caller identity.Caller, req auth
 			return sess, err
 		}
 	}
+	unit, err := quota.Take(ctx, s.quota, quota.ReserveRequest{Scope: quota.ScopeRegister, Key: clientKey(caller)}, msgTooManyRegistrations)
+	if err != nil {
+		return auth.Session{}, err
+	}
+	sess, replayed, err := s.register(ctx, caller, req, reg, id)
+	if replayed || err != nil && !errs.IsClientError(err) {
+		s.release(ctx, unit)
+	}
+	return sess, err
+}
+
+// register is Register past its window; replayed says the answer is a concurrent attempt's
+// account (the same Idempotency-Key), so this one registered nothing.
+func (s *Service) register(ctx context.Context, caller identity.Caller, req auth.RegisterRequest, reg Registration, id string) (sess auth.Session, replayed bool, err error) {
 	// A hash costs tens of milliseconds and MiBs of memory: a taken e-mail is answered without
 	// one, so repeating a known address is cheap to refuse. The unique index still decides
 	// between registrations racing past this check.
 	switch _, err := s.store.UserByEmail(ctx, reg.Email); {
+	case err == nil && req.IdempotencyKey != "":
+		// Perhaps a concurrent attempt with the same key stored it since the first look.
+		if sess, found, err := s.replayRegistration(ctx, caller, id, reg); found || err != nil {
+			return sess, found, err
+		}
+		return auth.Session{}, false, emailTaken()
 	case err == nil:
-		return auth.Session{}, emailTaken()
+		return auth.Session{}, false, emailTaken()
 	case !errors.Is(err, ErrUserNotFound):
-		return auth.Session{}, err
+		return auth.Session{}, false, err
 	}
 	hash, err := s.hasher.Hash(ctx, reg.Password)
 	if err != nil {
-		return auth.Session{}, err
+		return auth.Session{}, false, err
 	}
 	now := s.now().UTC()
 	u := User{ID: id, Email: reg.Email, FirstName: reg.FirstName, LastName: reg.LastName,
@@ -135,17 +162,18 @@ func (s *Service) Register(ctx context.Context, caller identity.Caller, req auth
 		if errors.Is(err, ErrEmailTaken) && req.IdempotencyKey != "" {
 			// A concurrent attempt with the same key may have stored it: answer as a retry.
 			if sess, found, err := s.replayRegistration(ctx, caller, id, reg); found || err != nil {
-				return sess, err
+				return sess, found, err
 			}
 		}
 		if errors.Is(err, ErrEmailTaken) {
-			return auth.Session{}, emailTaken()
+			return auth.Session{}, false, emailTaken()
 		}
-		return auth.Session{}, err
+		return auth.Session{}, false, err
 	}
 	rec := s.newRecord(caller, MethodPassword, u.Email)
 	rec.Reason = ReasonRegistered
-	return s.issue(ctx, u, rec, now)
+	sess, err = s.issue(ctx, u, rec, now)
+	return sess, false, err
 }
 
 // registrationID is the ID of the account registered under an Idempotency-Key. Keys of

@@ -45,6 +45,9 @@ func New(verifyURL, secret string, transport http.RoundTripper) *Verifier {
 	return &Verifier{verifyURL: verifyURL, secret: secret, hc: &http.Client{Transport: transport, Timeout: timeout}}
 }
 
+// Enabled reports whether a verifier is configured.
+func (v *Verifier) Enabled() bool { return v != nil }
+
 // Verify returns nil if token is accepted, ErrFailed (400) if it is missing or rejected,
 // and a 503 if the verifier gives no verdict within the timeout and maxVerdict bytes. The
 // client's IP is not sent: it is optional for every provider, and no raw IP leaves the

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -30,6 +31,11 @@ func (h *handlers) register(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// Registrations pass the captcha like anonymous creations (when a verifier is set).
+	if err := h.Captcha.Verify(ctx, req.CaptchaToken); err != nil {
+		return err
+	}
+	req.CaptchaToken = nil
 	req.IdempotencyKey = c.Get("Idempotency-Key")
 	s, err := h.Auth.Register(ctx, req)
 	if err != nil {
@@ -47,11 +53,32 @@ func (h *handlers) login(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if req.Captcha, err = h.loginCaptcha(ctx, req.CaptchaToken); err != nil {
+		return err
+	}
+	req.CaptchaToken = nil
 	s, err := h.Auth.Login(ctx, req)
 	if err != nil {
 		return err
 	}
 	return h.startSession(c, fiber.StatusOK, s)
+}
+
+// loginCaptcha verifies a login's captcha token, when a verifier is configured and the
+// client sent one, and says what it found for the auth service, which asks for it only
+// once the e-mail has reached its failure ceiling. A token sent and refused is the
+// captcha's 400 (or 503) at once.
+func (h *handlers) loginCaptcha(ctx context.Context, token *string) (string, error) {
+	switch {
+	case !h.Captcha.Enabled():
+		return auth.CaptchaOff, nil
+	case token == nil:
+		return auth.CaptchaMissing, nil
+	}
+	if err := h.Captcha.Verify(ctx, token); err != nil {
+		return "", err
+	}
+	return auth.CaptchaPassed, nil
 }
 
 func (h *handlers) google(c *fiber.Ctx) error {

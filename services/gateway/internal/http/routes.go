@@ -81,12 +81,15 @@ type Moderation interface {
 
 // Captcha verifies a captcha token; *captcha.Verifier satisfies it.
 type Captcha interface {
+	// Enabled reports whether a verifier is configured; without one Verify accepts all.
+	Enabled() bool
 	Verify(ctx context.Context, token *string) error
 }
 
 // noCaptcha accepts every request: no verifier is configured.
 type noCaptcha struct{}
 
+func (noCaptcha) Enabled() bool                         { return false }
 func (noCaptcha) Verify(context.Context, *string) error { return nil }
 
 // Deps are the collaborators of the routes.

@@ -25,7 +25,9 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		Ledger: store.New(env.Stores.DB),
 		Scopes: window.Scopes(window.Sizes{AnonLimit: cfg.AnonQuota, AnonWindow: cfg.AnonWindow,
 			LoginFailures: cfg.LoginMaxFailures, LoginFailuresPerEmail: cfg.LoginMaxFailuresPerEmail,
-			LoginWindow: cfg.LoginWindow, UserWindow: cfg.UserWindow, TokenRate: cfg.TokenRate}),
+			LoginFailuresPerClient: cfg.LoginMaxFailuresPerClient, LoginWindow: cfg.LoginWindow,
+			Registrations: cfg.RegisterLimit, RegisterWindow: cfg.RegisterWindow,
+			UserWindow: cfg.UserWindow, TokenRate: cfg.TokenRate}),
 		Logger: env.Logger,
 	})
 	decisions := env.Metrics.CounterVec("quota_decisions_total", "Quota reservations by scope and decision (allowed, denied).", "scope", "decision")

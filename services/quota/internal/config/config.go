@@ -31,8 +31,17 @@ type Config struct {
 	// all clients per LoginWindow: it stops an attack spread over many clients, and is much
 	// higher than LoginMaxFailures so that one stranger cannot lock the owner out.
 	LoginMaxFailuresPerEmail int `env:"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL" envDefault:"100"`
-	// LoginWindow is the sliding window of both.
+	// LoginMaxFailuresPerClient is how many failed password logins one client identity key
+	// may have over all e-mails per LoginWindow: it stops one client spraying passwords
+	// over many e-mails.
+	LoginMaxFailuresPerClient int `env:"LINKMESH_LOGIN_MAX_FAILURES_PER_CLIENT" envDefault:"30"`
+	// LoginWindow is the sliding window of all three.
 	LoginWindow time.Duration `env:"LINKMESH_LOGIN_WINDOW" envDefault:"15m"`
+
+	// RegisterLimit is how many accounts one client identity key may register per
+	// RegisterWindow (then 429).
+	RegisterLimit  int           `env:"LINKMESH_REGISTER_LIMIT" envDefault:"5"`
+	RegisterWindow time.Duration `env:"LINKMESH_REGISTER_WINDOW" envDefault:"1h"`
 
 	// TokenRate is how many requests one API token may make per minute (then 429).
 	TokenRate int `env:"LINKMESH_TOKEN_RATE" envDefault:"600"`
@@ -57,6 +66,16 @@ func (c *Config) Validate() error {
 	if c.LoginMaxFailuresPerEmail < c.LoginMaxFailures {
 		return errors.New("LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL must be at least LINKMESH_LOGIN_MAX_FAILURES")
 	}
+	// Below the per-pair limit, one client would be stopped before its own e-mail's limit.
+	if c.LoginMaxFailuresPerClient < c.LoginMaxFailures {
+		return errors.New("LINKMESH_LOGIN_MAX_FAILURES_PER_CLIENT must be at least LINKMESH_LOGIN_MAX_FAILURES")
+	}
+	if c.RegisterLimit < 1 {
+		return errors.New("LINKMESH_REGISTER_LIMIT must be at least 1")
+	}
+	if c.RegisterWindow < time.Minute {
+		return errors.New("LINKMESH_REGISTER_WINDOW must be at least 1m")
+	}
 	if c.LoginWindow < time.Minute {
 		return errors.New("LINKMESH_LOGIN_WINDOW must be at least 1m")
 	}
@@ -74,6 +93,9 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("user_window", c.UserWindow.String()),
 		slog.Int("login_max_failures", c.LoginMaxFailures),
 		slog.Int("login_max_failures_per_email", c.LoginMaxFailuresPerEmail),
+		slog.Int("login_max_failures_per_client", c.LoginMaxFailuresPerClient),
+		slog.Int("register_limit", c.RegisterLimit),
+		slog.String("register_window", c.RegisterWindow.String()),
 		slog.String("login_window", c.LoginWindow.String()),
 		slog.Int("token_rate", c.TokenRate),
 	)

@@ -36,13 +36,17 @@ func TestLoadDefaults(t *testing.T) {
 	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES", "")
 	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL", "")
 	t.Setenv("LINKMESH_LOGIN_WINDOW", "")
+	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES_PER_CLIENT", "")
+	t.Setenv("LINKMESH_REGISTER_LIMIT", "")
+	t.Setenv("LINKMESH_REGISTER_WINDOW", "")
 	cfg, err := load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.ListenAddr != "127.0.0.1:8085" || cfg.Database != "linkmesh_quota" ||
 		cfg.AnonQuota != 10 || cfg.AnonWindow != 24*time.Hour ||
-		cfg.LoginMaxFailures != 10 || cfg.LoginMaxFailuresPerEmail != 100 || cfg.LoginWindow != 15*time.Minute {
+		cfg.LoginMaxFailures != 10 || cfg.LoginMaxFailuresPerEmail != 100 || cfg.LoginWindow != 15*time.Minute ||
+		cfg.LoginMaxFailuresPerClient != 30 || cfg.RegisterLimit != 5 || cfg.RegisterWindow != time.Hour {
 		t.Fatalf("defaults = %+v", cfg)
 	}
 }
@@ -56,12 +60,16 @@ func TestLoadReadsSettings(t *testing.T) {
 	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES", "5")
 	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL", "5")
 	t.Setenv("LINKMESH_LOGIN_WINDOW", "1h")
+	t.Setenv("LINKMESH_LOGIN_MAX_FAILURES_PER_CLIENT", "50")
+	t.Setenv("LINKMESH_REGISTER_LIMIT", "2")
+	t.Setenv("LINKMESH_REGISTER_WINDOW", "3h")
 	cfg, err := load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.ListenAddr != "127.0.0.1:9000" || cfg.Database != "q" || cfg.AnonQuota != 3 || cfg.AnonWindow != 90*time.Minute ||
-		cfg.LoginMaxFailures != 5 || cfg.LoginMaxFailuresPerEmail != 5 || cfg.LoginWindow != time.Hour {
+		cfg.LoginMaxFailures != 5 || cfg.LoginMaxFailuresPerEmail != 5 || cfg.LoginWindow != time.Hour ||
+		cfg.LoginMaxFailuresPerClient != 50 || cfg.RegisterLimit != 2 || cfg.RegisterWindow != 3*time.Hour {
 		t.Fatalf("config = %+v", cfg)
 	}
 }
@@ -82,9 +90,14 @@ func TestLoadRejects(t *testing.T) {
 		"non-int per-email ceiling": {"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL": "lots"},
 		"tiny login window":         {"LINKMESH_LOGIN_WINDOW": "59s"},
 		"bad login window":          {"LINKMESH_LOGIN_WINDOW": "15"},
+		"per-client below per-pair": {"LINKMESH_LOGIN_MAX_FAILURES_PER_CLIENT": "9"},
+		"non-int per-client":        {"LINKMESH_LOGIN_MAX_FAILURES_PER_CLIENT": "x"},
+		"zero registrations":        {"LINKMESH_REGISTER_LIMIT": "0"},
+		"tiny register window":      {"LINKMESH_REGISTER_WINDOW": "30s"},
 	}
 	base := map[string]string{"LINKMESH_INTERNAL_KEY": "a key", "LINKMESH_INTERNAL_CERTS": "certificates", "LINKMESH_ANON_QUOTA": "10", "LINKMESH_ANON_WINDOW": "24h",
-		"LINKMESH_LOGIN_MAX_FAILURES": "10", "LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL": "100", "LINKMESH_LOGIN_WINDOW": "15m"}
+		"LINKMESH_LOGIN_MAX_FAILURES": "10", "LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL": "100", "LINKMESH_LOGIN_WINDOW": "15m",
+		"LINKMESH_LOGIN_MAX_FAILURES_PER_CLIENT": "30", "LINKMESH_REGISTER_LIMIT": "5", "LINKMESH_REGISTER_WINDOW": "1h"}
 	testenv.RefusesConfig(t, base, cases, func() error { _, err := load(); return err })
 }
 

@@ -39,7 +39,13 @@ type Sizes struct {
 	// LoginFailuresPerEmail is the ceiling of failed password logins of one e-mail over all
 	// clients per LoginWindow.
 	LoginFailuresPerEmail int
-	LoginWindow           time.Duration
+	// LoginFailuresPerClient is how many failed password logins one identity key may have
+	// over all e-mails per LoginWindow.
+	LoginFailuresPerClient int
+	LoginWindow            time.Duration
+	// Registrations is how many accounts one identity key may register per RegisterWindow.
+	Registrations  int
+	RegisterWindow time.Duration
 	// UserWindow is the sliding window of registered users' creations.
 	UserWindow time.Duration
 	// TokenRate is how many requests one API token may make per quota.TokenWindow.
@@ -55,6 +61,9 @@ func Scopes(s Sizes) map[string]Policy {
 		quota.ScopeLoginEmailClient: {Limit: s.LoginFailures, Window: s.LoginWindow, Anonymous: true},
 		quota.ScopeLoginEmail:       {Limit: s.LoginFailuresPerEmail, Window: s.LoginWindow, Anonymous: true},
 		quota.ScopeLoginIP:          {Limit: s.LoginFailures, Window: s.LoginWindow, Anonymous: true},
+		quota.ScopeLoginClient:      {Limit: s.LoginFailuresPerClient, Window: s.LoginWindow, Anonymous: true},
+		// Registrations, keyed by the registering client's identity key.
+		quota.ScopeRegister: {Limit: s.Registrations, Window: s.RegisterWindow, Anonymous: true},
 		// Registered users' creations, keyed by user id, limited by each account's quota_limit.
 		quota.ScopeUserCreate: {Window: s.UserWindow, PerCaller: true},
 		// Abuse reports, keyed by the reporter's identity key whether signed in or not.

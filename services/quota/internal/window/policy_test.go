@@ -13,12 +13,15 @@ import (
 
 func TestScopeTable(t *testing.T) {
 	table := Scopes(Sizes{AnonLimit: 10, AnonWindow: 24 * time.Hour, LoginFailures: 4, LoginFailuresPerEmail: 40,
-		LoginWindow: 15 * time.Minute, UserWindow: 720 * time.Hour, TokenRate: 600})
+		LoginFailuresPerClient: 12, LoginWindow: 15 * time.Minute, Registrations: 5, RegisterWindow: time.Hour,
+		UserWindow: 720 * time.Hour, TokenRate: 600})
 	want := map[string]Policy{
 		quota.ScopeAnonymousCreate:  {Limit: 10, Window: 24 * time.Hour, Anonymous: true},
 		quota.ScopeLoginEmailClient: {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
 		quota.ScopeLoginEmail:       {Limit: 40, Window: 15 * time.Minute, Anonymous: true},
 		quota.ScopeLoginIP:          {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
+		quota.ScopeLoginClient:      {Limit: 12, Window: 15 * time.Minute, Anonymous: true},
+		quota.ScopeRegister:         {Limit: 5, Window: time.Hour, Anonymous: true},
 		quota.ScopeUserCreate:       {Window: 720 * time.Hour, PerCaller: true},
 		quota.ScopeReport:           {Limit: 20, Window: time.Hour, Anonymous: true},
 		quota.ScopeAPIToken:         {Limit: 600, Window: time.Minute, Ephemeral: true},

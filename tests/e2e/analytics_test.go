@@ -198,3 +198,72 @@ func scanForClientIPs(ctx context.Context) error {
 	}
 	return nil
 }
+
+// One client visiting one link 40 times, under two User-Agents, is redirected every time
+// but counted 30 times (the click budget); another client's visits count in full, and the
+// visits beyond the budget are a metric.
+func TestClickInflationIsNotCounted(t *testing.T) {
+	owner := register(t)
+	r := as(t, owner.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/inflated"}`)
+	if r.status != 201 {
+		t.Fatalf("shorten: %d %s", r.status, r.body)
+	}
+	code := r.object(t)["short_code"].(string)
+	// Summed over the analytics replicas: any of them may take the clicks.
+	overBudget := func() float64 {
+		var sum float64
+		for name := range services.MetricsURLs {
+			if strings.HasPrefix(name, "analytics") {
+				v, _ := value(scrape(t, name), "linkmesh_clicks_over_budget_total", nil)
+				sum += v
+			}
+		}
+		return sum
+	}
+	before := overBudget()
+	inflater, honest := newClientIP(), newClientIP()
+	for i := range 40 {
+		ua := chromeWindows
+		if i%2 == 1 {
+			ua = firefoxLinux
+		}
+		if r := doWith(t, "GET", "/"+code, "", map[string]string{"X-Forwarded-For": inflater, "User-Agent": ua}); r.status != 302 {
+			t.Fatalf("visit %d: %d", i, r.status)
+		}
+	}
+	for i := range 5 {
+		if r := doWith(t, "GET", "/"+code, "", map[string]string{"X-Forwarded-For": honest, "User-Agent": safariIPhone}); r.status != 302 {
+			t.Fatalf("honest visit %d: %d", i, r.status)
+		}
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	var over float64
+	for {
+		over = overBudget()
+		if over-before >= 10 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	var got analytics.LinkAnalytics
+	for {
+		r := as(t, owner.cookie, "GET", "/api/user/links/"+code+"/analytics?days=7", "")
+		got = analytics.LinkAnalytics{}
+		if err := json.Unmarshal(r.body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.TotalClicks >= 35 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // nothing beyond may arrive
+	r = as(t, owner.cookie, "GET", "/api/user/links/"+code+"/analytics?days=7", "")
+	got = analytics.LinkAnalytics{}
+	if err := json.Unmarshal(r.body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.TotalClicks != 35 || over-before != 10 {
+		t.Fatalf("%d clicks counted, %v over budget; want 30 + 5 and 10", got.TotalClicks, over-before)
+	}
+}

@@ -46,6 +46,7 @@ var exposed = map[string]string{
 	"linkmesh_stream_entries_processed_total":         "counter",
 	"linkmesh_stream_handler_errors_total":            "counter",
 	"linkmesh_clicks_counted_until_timestamp_seconds": "gauge",
+	"linkmesh_clicks_over_budget_total":               "counter",
 	"linkmesh_quota_decisions_total":                  "counter",
 	"linkmesh_login_attempts_total":                   "counter",
 	"go_goroutines":                                   "gauge",

@@ -28,7 +28,7 @@ analytics:
   calls: []
   mongodb: true
   secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI]
-  settings: [clickRetention]
+  settings: [clickRetention, clickBudget, clickBudgetWindow]
 moderation:
   calls: [link, auth, analytics, quota]
   mongodb: true
@@ -69,6 +69,8 @@ dnsServer: LINKMESH_DNS_SERVER
 dnsCacheTTL: LINKMESH_DNS_CACHE_TTL
 dnsNegativeTTL: LINKMESH_DNS_NEGATIVE_TTL
 clickRetention: LINKMESH_CLICK_RETENTION
+clickBudget: LINKMESH_CLICK_BUDGET
+clickBudgetWindow: LINKMESH_CLICK_BUDGET_WINDOW
 anonQuota: LINKMESH_ANON_QUOTA
 anonWindow: LINKMESH_ANON_WINDOW
 userWindow: LINKMESH_USER_WINDOW

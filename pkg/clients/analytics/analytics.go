@@ -60,6 +60,11 @@ type Click struct {
 	OS         string
 	// Visitor is empty when the day's salt could not be had; the click still counts.
 	Visitor string
+	// Client is the keyed hash of the visitor's address alone (an IPv6 address as its
+	// /64) under the same salt: the click budget of a (client, link) counts by it. Empty
+	// when the salt could not be had, or from gateways of the previous release; such a
+	// click is not held to the budget.
+	Client string
 }
 
 // Stream field names.
@@ -75,16 +80,19 @@ const (
 	fBrowser  = "browser"
 	fOS       = "os"
 	fVisitor  = "visitor"
+	fClient   = "client"
 )
 
 // fCompact holds a whole click in one field, its values in compactOrder separated by tabs
 // after a version mark: one field costs Redis and both ends far less than eleven.
 const (
 	fCompact       = "c"
-	compactVersion = "1"
+	compactVersion = "2"
+	// compactVersion1 is the previous release's form: no client.
+	compactVersion1 = "1"
 )
 
-var compactOrder = []string{fEvent, fLink, fOwner, fCode, fAt, fCountry, fReferrer, fDevice, fBrowser, fOS, fVisitor}
+var compactOrder = []string{fEvent, fLink, fOwner, fCode, fAt, fCountry, fReferrer, fDevice, fBrowser, fOS, fVisitor, fClient}
 
 // Fields are c's stream fields: one compact field.
 func (c Click) Fields() map[string]string {
@@ -106,7 +114,7 @@ const MaxPerEntry = 64
 // pack several clicks in one entry, separate their values with a line break.
 func (c Click) AppendCompact(dst []byte) []byte {
 	dst = append(dst, compactVersion...)
-	for i, v := range [...]string{c.EventID, c.LinkID, c.OwnerID, c.ShortCode, "", c.Country, c.Referrer, c.DeviceType, c.Browser, c.OS, c.Visitor} {
+	for i, v := range [...]string{c.EventID, c.LinkID, c.OwnerID, c.ShortCode, "", c.Country, c.Referrer, c.DeviceType, c.Browser, c.OS, c.Visitor, c.Client} {
 		dst = append(dst, '\t')
 		if i == 4 { // fAt, in compactOrder
 			dst = strconv.AppendInt(dst, c.ClickedAt.UnixMilli(), 10)
@@ -181,11 +189,17 @@ func ClicksFromValues(v map[string]string) ([]Click, error) {
 // fromCompact reads one compact line.
 func fromCompact(line string) (Click, error) {
 	parts := strings.Split(line, "\t")
-	if len(parts) != len(compactOrder)+1 || parts[0] != compactVersion {
+	order := compactOrder
+	if len(parts) > 0 && parts[0] == compactVersion1 {
+		order = compactOrder[:len(compactOrder)-1] // written by a gateway of the previous release
+	} else if len(parts) > 0 && parts[0] != compactVersion {
 		return Click{}, errors.New("click entry: unreadable compact form")
 	}
-	v := make(map[string]string, len(compactOrder))
-	for i, name := range compactOrder {
+	if len(parts) != len(order)+1 {
+		return Click{}, errors.New("click entry: unreadable compact form")
+	}
+	v := make(map[string]string, len(order))
+	for i, name := range order {
 		v[name] = parts[i+1]
 	}
 	return fromFields(v)
@@ -199,11 +213,11 @@ func fromFields(v map[string]string) (Click, error) {
 	}
 	c := Click{EventID: v[fEvent], LinkID: v[fLink], OwnerID: v[fOwner], ShortCode: v[fCode],
 		ClickedAt: time.UnixMilli(ms).UTC(), Country: v[fCountry], Referrer: v[fReferrer],
-		DeviceType: v[fDevice], Browser: v[fBrowser], OS: v[fOS], Visitor: v[fVisitor]}
+		DeviceType: v[fDevice], Browser: v[fBrowser], OS: v[fOS], Visitor: v[fVisitor], Client: v[fClient]}
 	if c.EventID == "" || c.LinkID == "" {
 		return Click{}, errors.New("click entry: no event id or link")
 	}
-	for _, f := range []string{c.EventID, c.LinkID, c.OwnerID, c.ShortCode, c.Country, c.Referrer, c.DeviceType, c.Browser, c.OS, c.Visitor} {
+	for _, f := range []string{c.EventID, c.LinkID, c.OwnerID, c.ShortCode, c.Country, c.Referrer, c.DeviceType, c.Browser, c.OS, c.Visitor, c.Client} {
 		if !plainValue(f) {
 			return Click{}, fmt.Errorf("click entry: a value of over %d bytes, not UTF-8, or with control characters", maxValueLen)
 		}

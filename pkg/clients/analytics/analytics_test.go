@@ -11,7 +11,7 @@ import (
 // one-field-per-value form; damaged entries are refused, not guessed at.
 func TestClickFieldsRoundTrip(t *testing.T) {
 	c := Click{EventID: "e1", LinkID: "l1", OwnerID: "o1", ShortCode: "abc", ClickedAt: time.UnixMilli(1763900000123).UTC(),
-		Country: "GB", Referrer: "news.example.com", DeviceType: DeviceMobile, Browser: "Mobile\tSafari", OS: "iOS", Visitor: "v"}
+		Country: "GB", Referrer: "news.example.com", DeviceType: DeviceMobile, Browser: "Mobile\tSafari", OS: "iOS", Visitor: "v", Client: "k"}
 	got, err := ClickFromValues(c.Fields())
 	want := c
 	want.Browser = "Mobile Safari" // a tab cannot survive the compact form
@@ -19,8 +19,13 @@ func TestClickFieldsRoundTrip(t *testing.T) {
 		t.Fatalf("compact: %+v, %v", got, err)
 	}
 	// The wire form is fixed: gateways and analytics services of two releases share it.
-	if got := string(c.AppendCompact([]byte("x"))); got != "x1\te1\tl1\to1\tabc\t1763900000123\tGB\tnews.example.com\tmobile\tMobile Safari\tiOS\tv" {
+	if got := string(c.AppendCompact([]byte("x"))); got != "x2\te1\tl1\to1\tabc\t1763900000123\tGB\tnews.example.com\tmobile\tMobile Safari\tiOS\tv\tk" {
 		t.Fatalf("compact form %q", got)
+	}
+	// The previous release's compact form, without the client, still reads.
+	v1 := "1\te1\tl1\to1\tabc\t1763900000123\tGB\tnews.example.com\tmobile\tMobile Safari\tiOS\tv"
+	if got, err := ClickFromValues(map[string]string{"c": v1}); err != nil || got.Visitor != "v" || got.Client != "" || got.OS != "iOS" {
+		t.Fatalf("version 1: %+v, %v", got, err)
 	}
 	wide := map[string]string{}
 	for k, v := range c.Values() {
@@ -34,7 +39,7 @@ func TestClickFieldsRoundTrip(t *testing.T) {
 		t.Fatalf("wide form: %+v, %v", got, err)
 	}
 	for _, bad := range []map[string]string{
-		{"c": "1\tonly\ttwo"}, {"c": "2" + c.Fields()["c"][1:]}, {"event": "e", "link": "l", "at": "x"}, {"link": "l", "at": "5"}, {},
+		{"c": "1\tonly\ttwo"}, {"c": "3" + c.Fields()["c"][1:]}, {"c": "1" + c.Fields()["c"][1:]}, {"c": v1[:len(v1)-2]}, {"event": "e", "link": "l", "at": "x"}, {"link": "l", "at": "5"}, {},
 		// Values no gateway sends, which the store could not keep or use as field names.
 		{"event": "e", "link": "l", "at": "5", "browser": "Fire\x00fox"},
 		{"event": "e", "link": "l", "at": "5", "referrer": "\xff\xfe"},

@@ -23,7 +23,10 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		return service.Parts{}, err
 	}
 	now := time.Now
-	consumer := &pipeline.Consumer{Store: st, Redis: env.Stores.Redis, Logger: env.Logger, Now: now}
+	consumer := &pipeline.Consumer{Store: st, Redis: env.Stores.Redis, Logger: env.Logger, Now: now,
+		ClickBudget: cfg.ClickBudget, BudgetWindow: cfg.ClickBudgetWindow,
+		Uncounted: env.Metrics.CounterVec("clicks_over_budget_total",
+			"Visits redirected but not counted: beyond their client's click budget on the link.").WithLabelValues()}
 	consumer.Measure(env.Metrics)
 	worker, err := stream.NewWorker(stream.WorkerOptions{
 		Client:    env.Stores.Redis,

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -71,6 +72,11 @@ type Consumer struct {
 	// Hook, when set, is called between the steps of a batch; an error fails the batch
 	// there, as a crash would (tests).
 	Hook func(Step) error
+	// ClickBudget is how many clicks of one client on one link count per BudgetWindow (see
+	// admitClicks); 0 counts them all. Uncounted, when set, counts the clicks beyond it.
+	ClickBudget  int
+	BudgetWindow time.Duration
+	Uncounted    prometheus.Counter
 
 	once   sync.Once
 	known  *decisions
@@ -145,6 +151,18 @@ func (c *Consumer) Handle(ctx context.Context, msgs []stream.Message) (err error
 	}
 	if err := admitValues(ctx, c.Redis, c.known, clicks); err != nil {
 		return err
+	}
+	if c.ClickBudget > 0 {
+		var over int
+		if clicks, over, err = admitClicks(ctx, c.Redis, clicks, c.ClickBudget, c.BudgetWindow); err != nil {
+			return err
+		}
+		if over > 0 && c.Uncounted != nil {
+			c.Uncounted.Add(float64(over))
+		}
+		if len(clicks) == 0 {
+			return nil
+		}
 	}
 	// A batch begun is carried through even when ctx ends (a shutdown), within batchTimeout:
 	// one left applied but not finished would be applied again much later by the recovery.

@@ -143,7 +143,7 @@ func admitValues(ctx context.Context, rdb redis.UniversalClient, known *decision
 	for i, a := range asks {
 		keys[i], args[i] = a.key, a.args
 	}
-	cmds, err := runAdmissions(ctx, rdb, keys, args)
+	cmds, err := runAdmissions(ctx, rdb, admitScript, keys, args)
 	if err != nil {
 		return err
 	}
@@ -165,10 +165,10 @@ func admitValues(ctx context.Context, rdb redis.UniversalClient, known *decision
 	return nil
 }
 
-// runAdmissions runs admitScript on each key with its arguments, in one pipeline. A node
-// that has not cached the script yet answers NOSCRIPT; then the pipeline runs again sending
-// the script itself.
-func runAdmissions(ctx context.Context, rdb redis.UniversalClient, keys []string, args [][]any) ([]*redis.Cmd, error) {
+// runAdmissions runs script on each key with its arguments, in one pipeline. A node that has
+// not cached the script yet answers NOSCRIPT; then the pipeline runs again sending the
+// script itself.
+func runAdmissions(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, keys []string, args [][]any) ([]*redis.Cmd, error) {
 	cmds := make([]*redis.Cmd, len(keys))
 	run := func(send func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd) error {
 		pipe := rdb.Pipeline()
@@ -178,12 +178,12 @@ func runAdmissions(ctx context.Context, rdb redis.UniversalClient, keys []string
 		_, err := pipe.Exec(ctx)
 		return err
 	}
-	err := run(admitScript.EvalSha)
+	err := run(script.EvalSha)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		err = run(admitScript.Eval)
+		err = run(script.Eval)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("admit breakdown values: %w", err)
+		return nil, fmt.Errorf("admission script: %w", err)
 	}
 	return cmds, nil
 }

@@ -89,16 +89,17 @@ func NewEnricher(countries Countries, salts Salts) (*Enricher, error) {
 // browser, or a request without a User-Agent. It must be called from one goroutine at a
 // time.
 func (e *Enricher) AppendClick(dst []byte, v Visit) ([]byte, bool) {
-	var visitor [visitorLen]byte
-	c, ok := e.click(v, &visitor)
+	var visitor, client [visitorLen]byte
+	c, ok := e.click(v, &visitor, &client)
 	if !ok {
 		return dst, false
 	}
 	return c.AppendCompact(dst), true
 }
 
-// click is v's click, its strings v's or constants but Visitor, which is visitor's.
-func (e *Enricher) click(v Visit, visitor *[visitorLen]byte) (analytics.Click, bool) {
+// click is v's click, its strings v's or constants but Visitor and Client, which are
+// visitor's and client's.
+func (e *Enricher) click(v Visit, visitor, client *[visitorLen]byte) (analytics.Click, bool) {
 	if NoClient(v.UserAgent) {
 		return analytics.Click{}, false // no browser sends none
 	}
@@ -120,6 +121,9 @@ func (e *Enricher) click(v Visit, visitor *[visitorLen]byte) (analytics.Click, b
 	}
 	if e.visitor(c.ClickedAt, v.IP, v.UserAgent, visitor) {
 		c.Visitor = unsafe.String(&visitor[0], visitorLen)
+		e.hash.Reset()
+		_, e.scratch = appendClientHash(client[:0], e.hash, v.IP, e.scratch)
+		c.Client = unsafe.String(&client[0], visitorLen)
 	}
 	return c, true
 }
@@ -293,6 +297,18 @@ func plainReferrerHost(referer string) (string, bool) {
 		return strings.ToLower(host), true
 	}
 	return host, true
+}
+
+// appendClientHash appends the keyed hash of the client's address alone under a day's salt,
+// hex-encoded, as appendVisitorHash does with the User-Agent: the key of the click budget,
+// which a visitor cannot dodge by changing User-Agents. Its input is marked apart from a
+// visitor hash's, so the two never coincide.
+func appendClientHash(dst []byte, m hash.Hash, ip netip.Addr, scratch []byte) (out, room []byte) {
+	scratch = clientip.Household(ip).AppendTo(append(scratch[:0], "client\x00"...))
+	m.Write(scratch)
+	n := len(scratch)
+	scratch = m.Sum(scratch)
+	return hex.AppendEncode(dst, scratch[n:n+16]), scratch
 }
 
 // visitorLen is the length of a visitor hash: 16 bytes, hex-encoded.

@@ -168,6 +168,38 @@ func TestVisitorHash(t *testing.T) {
 	}
 }
 
+// The click budget's client hash is the address alone: one for every User-Agent behind it
+// (and the /64 of an IPv6 address), another for another address, apart from any visitor
+// hash, and unlike it unmatched across days.
+func TestClientHash(t *testing.T) {
+	e, err := NewEnricher(nil, daySalts{"2026-11-23": []byte("salt-1"), "2026-11-24": []byte("salt-2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day1, day2 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	click := func(at time.Time, ip, ua string) analytics.Click {
+		var visitor, client [visitorLen]byte
+		c, ok := e.click(Visit{EventID: "00112233445566778899aabbccddeeff", LinkID: "l", At: at, IP: netip.MustParseAddr(ip), UserAgent: ua}, &visitor, &client)
+		if !ok {
+			t.Fatal("no click")
+		}
+		return c
+	}
+	a := click(day1, "2001:db8:1:2::1", "Mozilla/5.0 Firefox/120.0")
+	if len(a.Client) != 32 || a.Client == a.Visitor {
+		t.Fatalf("client %q, visitor %q", a.Client, a.Visitor)
+	}
+	if b := click(day1, "2001:db8:1:2:ffff::9", "Mozilla/5.0 Chrome/131.0"); b.Client != a.Client || b.Visitor == a.Visitor {
+		t.Error("another User-Agent behind one /64 is another client")
+	}
+	if b := click(day1, "2001:db8:1:3::1", "Mozilla/5.0 Firefox/120.0"); b.Client == a.Client {
+		t.Error("two /64s are one client")
+	}
+	if b := click(day2, "2001:db8:1:2::1", "Mozilla/5.0 Firefox/120.0"); b.Client == a.Client {
+		t.Error("a client is recognisable across days")
+	}
+}
+
 type failingSalts struct{ calls int }
 
 func (f *failingSalts) Salt(string) ([]byte, error) {

@@ -86,6 +86,8 @@ type Caller struct {
 	// TokenID is the id of the API token the user authenticated with; empty for a session.
 	// A token may not manage tokens, so the auth service refuses callers that carry one.
 	TokenID string
+	// SessionID is the public id of the session the user signed in with; empty for a token.
+	SessionID string
 	// Service names the service acting as itself (Role is RoleService); empty otherwise.
 	Service string
 }
@@ -112,6 +114,7 @@ type claims struct {
 	UserAgent  string `json:"ua,omitempty"`
 	QuotaLimit int    `json:"ql,omitempty"`
 	TokenID    string `json:"tok,omitempty"`
+	SessionID  string `json:"sid,omitempty"`
 	// OnBehalfOf is the token a service received and passes on.
 	OnBehalfOf string `json:"obo,omitempty"`
 	jwt.RegisteredClaims
@@ -119,7 +122,7 @@ type claims struct {
 
 // namesCaller reports whether cl carries any claim about an end user.
 func (cl *claims) namesCaller() bool {
-	return cl.Subject != "" || cl.Role != "" || cl.Status != "" || cl.IPHash != "" || cl.UserAgent != "" || cl.QuotaLimit != 0 || cl.TokenID != ""
+	return cl.Subject != "" || cl.Role != "" || cl.Status != "" || cl.IPHash != "" || cl.UserAgent != "" || cl.QuotaLimit != 0 || cl.TokenID != "" || cl.SessionID != ""
 }
 
 // Keys signs the tokens of one service and verifies the tokens addressed to it.
@@ -191,7 +194,7 @@ func (k *Keys) SignCaller(c Caller, audience string) (string, error) {
 		return "", fmt.Errorf("sign internal token: inconsistent user %q and role %q", c.UserID, role)
 	}
 	return k.sign(claims{Role: role, Status: c.Status, IPHash: c.IPHash, UserAgent: clipUserAgent(c.UserAgent), QuotaLimit: c.QuotaLimit,
-		TokenID: c.TokenID, RegisteredClaims: jwt.RegisteredClaims{Subject: c.UserID}}, audience)
+		TokenID: c.TokenID, SessionID: c.SessionID, RegisteredClaims: jwt.RegisteredClaims{Subject: c.UserID}}, audience)
 }
 
 // clipUserAgent makes ua valid UTF-8 (each invalid run becomes U+FFFD) and cuts it, on a
@@ -271,7 +274,7 @@ func (k *Keys) verify(token, audience string, depth int) (Caller, time.Time, err
 			return Caller{}, time.Time{}, errors.New("user agent not as the gateway clips it")
 		}
 		return Caller{UserID: cl.Subject, Role: cl.Role, Status: cl.Status, IPHash: cl.IPHash, UserAgent: cl.UserAgent,
-			QuotaLimit: cl.QuotaLimit, TokenID: cl.TokenID}, cl.ExpiresAt.Time, nil
+			QuotaLimit: cl.QuotaLimit, TokenID: cl.TokenID, SessionID: cl.SessionID}, cl.ExpiresAt.Time, nil
 	case cl.namesCaller():
 		return Caller{}, time.Time{}, fmt.Errorf("%s cannot name a caller", cl.Issuer)
 	case cl.OnBehalfOf != "":

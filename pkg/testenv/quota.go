@@ -17,8 +17,12 @@ import (
 // denied reservation says Retry-After 840 s of a 900 s window.
 type QuotaServer struct {
 	*httptest.Server
-	mu       sync.Mutex
-	limit    int
+	mu    sync.Mutex
+	limit int
+	// limits overrides limit per scope. The windows of one client over many accounts
+	// (registrations, failed logins over all e-mails) start out generous: component tests
+	// register and sign in many accounts from one client; a test of those windows sets them.
+	limits   map[string]int
 	units    map[string]map[string]bool
 	next     int
 	keysSeen []string
@@ -27,7 +31,8 @@ type QuotaServer struct {
 // NewQuotaServer starts a fake quota service granting limit units per scope and key; it
 // stops when the test ends.
 func NewQuotaServer(t testing.TB, limit int) *QuotaServer {
-	q := &QuotaServer{limit: limit, units: map[string]map[string]bool{}}
+	q := &QuotaServer{limit: limit, units: map[string]map[string]bool{},
+		limits: map[string]int{quota.ScopeRegister: 1 << 20, quota.ScopeLoginClient: 1 << 20}}
 	q.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := PeerCaller(t, r); err != nil {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -69,7 +74,7 @@ func (q *QuotaServer) reserve(r quota.ReserveRequest) quota.Reservation {
 	if q.units[k] == nil {
 		q.units[k] = map[string]bool{}
 	}
-	limit := q.limit
+	limit := q.limitOf(r.Scope)
 	if r.Limit != nil { // a per-caller scope brings its own limit
 		limit = *r.Limit
 	}
@@ -82,10 +87,24 @@ func (q *QuotaServer) reserve(r quota.ReserveRequest) quota.Reservation {
 	return quota.Reservation{Allowed: true, ID: id, Limit: limit, Used: len(q.units[k]), WindowSeconds: 900}
 }
 
+// SetLimit makes scope grant n units per key from now on.
+func (q *QuotaServer) SetLimit(scope string, n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.limits[scope] = n
+}
+
+func (q *QuotaServer) limitOf(scope string) int {
+	if n, ok := q.limits[scope]; ok {
+		return n
+	}
+	return q.limit
+}
+
 func (q *QuotaServer) usage(r quota.ReserveRequest) quota.Reservation {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	limit := q.limit
+	limit := q.limitOf(r.Scope)
 	if r.Limit != nil {
 		limit = *r.Limit
 	}

@@ -34,6 +34,8 @@ var protectedRoutes = []protectedRoute{
 	{"POST", "/api/user/tokens", `{"name":"matrix","scopes":["links:read"]}`, "user", 201},
 	{"GET", "/api/user/tokens", "", "user", 200},
 	{"DELETE", "/api/user/tokens/t1", "", "user", 404},
+	{"GET", "/api/user/sessions", "", "user", 200},
+	{"DELETE", "/api/user/sessions/s1", "", "user", 404},
 	{"GET", "/api/admin/overview", "", "moderator", 200},
 	{"GET", "/api/admin/users", "", "moderator", 200},
 	{"POST", "/api/admin/users/nobody/timeout", `{"duration_seconds":60,"reason":"x"}`, "moderator", 404},

@@ -236,11 +236,47 @@ func (c *Client) Logout(ctx context.Context, token string) error {
 
 // Validate returns the current user of a session; an unknown, expired or revoked token is an
 // unauthenticated error. It reads the user fresh, so a ban counts on the next request.
-func (c *Client) Validate(ctx context.Context, token string) (User, error) {
-	var r UserResponse
+func (c *Client) Validate(ctx context.Context, token string) (Validated, error) {
+	var r Validated
 	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/auth/sessions/validate",
 		Body: TokenRequest{Token: token}, Idempotent: true}, &r)
-	return r.User, err
+	return r, err
+}
+
+// Validated is a live session's user and the session's public id.
+type Validated struct {
+	User      User   `json:"user"`
+	SessionID string `json:"session_id"`
+}
+
+// SessionInfo is one of the caller's sessions as GET /api/user/sessions lists it: never its
+// token, never an address.
+type SessionInfo struct {
+	ID         string     `json:"id"`
+	Current    bool       `json:"current"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastSeenAt *time.Time `json:"last_seen_at"`
+	UserAgent  string     `json:"user_agent"`
+}
+
+// SessionList is the body of GET /api/user/sessions, newest first.
+type SessionList struct {
+	Sessions []SessionInfo `json:"sessions"`
+}
+
+// RevokeOthers is the session id that ends every session of the caller but the current one.
+const RevokeOthers = "others"
+
+// Sessions lists the caller's live sessions.
+func (c *Client) Sessions(ctx context.Context) (SessionList, error) {
+	var out SessionList
+	return out, c.call(ctx, http.MethodGet, "/internal/auth/sessions", nil, &out)
+}
+
+// RevokeSession ends one of the caller's sessions by id, or every other one (RevokeOthers);
+// an unknown id is a 404.
+func (c *Client) RevokeSession(ctx context.Context, id string) error {
+	return c.call(ctx, http.MethodDelete, "/internal/auth/sessions/"+url.PathEscape(id), nil, nil)
 }
 
 // IDPConfig returns the public identity provider configuration.

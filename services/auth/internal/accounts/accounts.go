@@ -7,6 +7,8 @@ package accounts
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"time"
 
@@ -79,6 +81,17 @@ type Session struct {
 	// login racing a revocation stores the old epoch, so its session is dead on arrival
 	// even if it was written after the revocation deleted the others.
 	Epoch int64
+	// UserAgent is the User-Agent of the login that made the session (at most
+	// identity.MaxUserAgent bytes); LastSeenAt when it was last used, to the minute.
+	UserAgent  string
+	LastSeenAt *time.Time
+}
+
+// ID is the session's public id: derived from the hash of its token (which is never shown),
+// so listing sessions reveals nothing that could be used as one.
+func (s Session) ID() string {
+	sum := sha256.Sum256([]byte("session-id\x00" + s.Hash))
+	return hex.EncodeToString(sum[:12])
 }
 
 // Login methods of login records.
@@ -154,6 +167,13 @@ type Store interface {
 	DeleteSession(ctx context.Context, hash string) error
 	// DeleteSessionsByUser revokes every session of the account and says how many.
 	DeleteSessionsByUser(ctx context.Context, userID string) (int64, error)
+	// SessionsOf returns the account's sessions live at now, newest first.
+	SessionsOf(ctx context.Context, userID string, now time.Time) ([]Session, error)
+	// DeleteSessions revokes the account's sessions with these hashes and says how many.
+	DeleteSessions(ctx context.Context, userID string, hashes []string) (int64, error)
+	// TouchSession sets last_seen_at to at unless it is already later than at minus
+	// granularity.
+	TouchSession(ctx context.Context, hash string, at time.Time, granularity time.Duration) error
 
 	InsertLoginRecord(ctx context.Context, r LoginRecord) error
 	// LoginRecords returns one page of matching records, newest first, and the total.

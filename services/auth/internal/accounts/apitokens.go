@@ -379,25 +379,34 @@ func secondsUntil(at, now time.Time) int {
 // store's condition makes it once a minute over all replicas), in the background: the
 // request does not wait for it, and last_used_at may lag by up to a minute.
 func (s *Service) touch(ctx context.Context, t APIToken, now time.Time) {
-	if t.LastUsedAt != nil && now.Sub(*t.LastUsedAt) < lastUsedGranularity {
+	s.touchOnce(ctx, "token:"+t.ID, t.LastUsedAt, now, func(ctx context.Context) error {
+		return s.tokens.TouchToken(ctx, t.ID, now.UTC(), lastUsedGranularity)
+	})
+}
+
+// touchOnce runs write (recording that what key names was used at now) in the background,
+// at most once a lastUsedGranularity per key and replica, and not when last (the use the
+// store holds) is that recent already. A failure is logged: it only delays the record.
+func (s *Service) touchOnce(ctx context.Context, key string, last *time.Time, now time.Time, write func(context.Context) error) {
+	if last != nil && now.Sub(*last) < lastUsedGranularity {
 		return
 	}
 	s.touchMu.Lock()
-	last, ok := s.touched[t.ID]
-	if ok && now.Sub(last) < lastUsedGranularity {
+	prev, ok := s.touched[key]
+	if ok && now.Sub(prev) < lastUsedGranularity {
 		s.touchMu.Unlock()
 		return
 	}
 	if s.touched == nil || len(s.touched) >= maxTouched {
-		s.touched = make(map[string]time.Time) // forgetting costs one extra write per token
+		s.touched = make(map[string]time.Time) // forgetting costs one extra write per key
 	}
-	s.touched[t.ID] = now
+	s.touched[key] = now
 	s.touchMu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tokenTouchBudget)
 		defer cancel()
-		if err := s.tokens.TouchToken(ctx, t.ID, now.UTC(), lastUsedGranularity); err != nil {
-			s.log.WarnContext(ctx, "record the last use of an API token", "token_id", t.ID, "err", err)
+		if err := write(ctx); err != nil {
+			s.log.WarnContext(ctx, "record the last use", "of", key[:strings.IndexByte(key, ':')], "err", err)
 		}
 	}()
 }

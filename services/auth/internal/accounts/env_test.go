@@ -210,3 +210,6 @@ func mustHasher(t *testing.T, memory uint32) *password.Hasher {
 	}
 	return h
 }
+
+// userOf is the user of a validated session.
+func userOf(v auth.Validated, err error) (auth.User, error) { return v.User, err }

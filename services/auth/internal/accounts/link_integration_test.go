@@ -75,7 +75,7 @@ func TestLinkingEndsThePreRegisteredAccess(t *testing.T) {
 			}
 			_, err = e.svc.Login(ctx, anon, auth.LoginRequest{Email: victimEmail, Password: "attacker-horse"})
 			wantErr(t, err, errs.KindUnauthenticated, "invalid email or password")
-			u, err := e.svc.Validate(ctx, victim.Token)
+			u, err := userOf(e.svc.Validate(ctx, victim.Token))
 			if err != nil || u.ID != first.User.ID || u.AuthProvider != auth.ProviderGoogle || victim.User.AuthProvider != auth.ProviderGoogle {
 				t.Fatalf("the victim's session = %+v, %v; want the linked google account", u, err)
 			}

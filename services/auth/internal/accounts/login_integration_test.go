@@ -250,7 +250,7 @@ func TestSessionsAreFreshAndRevocable(t *testing.T) {
 		t.Fatal("a login reused a token")
 	}
 	for _, tok := range []string{reg.Token, l1.Token, l2.Token} {
-		if u, err := e.svc.Validate(ctx, tok); err != nil || u.ID != reg.User.ID {
+		if u, err := userOf(e.svc.Validate(ctx, tok)); err != nil || u.ID != reg.User.ID {
 			t.Fatalf("validate = %+v, %v", u, err)
 		}
 	}

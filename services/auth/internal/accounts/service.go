@@ -49,7 +49,7 @@ type Options struct {
 type Service struct {
 	store  Store
 	tokens TokenStore
-	// touched is when this replica last recorded each token's use, by token id.
+	// touched is when this replica last recorded each token's or session's use, by key.
 	touchMu sync.Mutex
 	touched map[string]time.Time
 	// tokenCache holds the tokens this replica read in the last tokenTTL, by hash.
@@ -226,7 +226,8 @@ func (s *Service) issue(ctx context.Context, u User, rec LoginRecord, now time.T
 	if err != nil {
 		return auth.Session{}, err
 	}
-	sess := Session{Hash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(s.ttl), Epoch: u.SessionEpoch}
+	sess := Session{Hash: hash, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(s.ttl), Epoch: u.SessionEpoch,
+		UserAgent: rec.UserAgent}
 	if err := s.store.InsertSession(ctx, sess); err != nil {
 		return auth.Session{}, err
 	}
@@ -257,35 +258,39 @@ func (s *Service) countAttempt(method, result string) {
 func sessionInvalid() error { return errs.E(errs.KindUnauthenticated, "session expired or invalid") }
 
 // Validate returns the user of a live session, read fresh so that a ban or a role change
-// counts on the very next request.
-func (s *Service) Validate(ctx context.Context, token string) (auth.User, error) {
+// counts on the very next request, and the session's public id. The session's last_seen_at
+// is recorded in the background, at most once a minute.
+func (s *Service) Validate(ctx context.Context, token string) (auth.Validated, error) {
 	if token == "" || len(token) > maxTokenLength {
-		return auth.User{}, sessionInvalid()
+		return auth.Validated{}, sessionInvalid()
 	}
 	now := s.now()
 	sess, err := s.store.SessionByHash(ctx, HashToken(token), now)
 	if errors.Is(err, ErrSessionNotFound) {
-		return auth.User{}, sessionInvalid()
+		return auth.Validated{}, sessionInvalid()
 	}
 	if err != nil {
-		return auth.User{}, err
+		return auth.Validated{}, err
 	}
 	// The store filters on expiry too; checking here keeps the rule independent of it.
 	if !now.Before(sess.ExpiresAt) {
-		return auth.User{}, sessionInvalid()
+		return auth.Validated{}, sessionInvalid()
 	}
 	u, err := s.store.UserByID(ctx, sess.UserID)
 	if errors.Is(err, ErrUserNotFound) {
-		return auth.User{}, sessionInvalid()
+		return auth.Validated{}, sessionInvalid()
 	}
 	if err != nil {
-		return auth.User{}, err
+		return auth.Validated{}, err
 	}
 	// A raised epoch ended every session issued before it (see User.SessionEpoch).
 	if sess.Epoch != u.SessionEpoch {
-		return auth.User{}, sessionInvalid()
+		return auth.Validated{}, sessionInvalid()
 	}
-	return u.View(now), nil
+	s.touchOnce(ctx, "session:"+sess.Hash, sess.LastSeenAt, now, func(ctx context.Context) error {
+		return s.store.TouchSession(ctx, sess.Hash, now.UTC(), lastUsedGranularity)
+	})
+	return auth.Validated{User: u.View(now), SessionID: sess.ID()}, nil
 }
 
 // Logout revokes the session at once; an unknown token is not an error.

@@ -45,7 +45,7 @@ func TestRegisterThenSession(t *testing.T) {
 			t.Fatalf("the response carries %q: %s", leak, body)
 		}
 	}
-	got, err := s.client.Validate(s.anon(t), sess.Token)
+	got, err := userOf(s.client.Validate(s.anon(t), sess.Token))
 	if err != nil || got.ID != u.ID {
 		t.Fatalf("validate the new session = %+v, %v", got, err)
 	}
@@ -81,21 +81,21 @@ func TestLogoutAndValidate(t *testing.T) {
 	s := boot(t)
 	ada := register(t, s, "ada@example.com")
 	ctx := s.anon(t)
-	u, err := s.client.Validate(ctx, ada.Token)
+	u, err := userOf(s.client.Validate(ctx, ada.Token))
 	if err != nil || u.Status != "active" {
 		t.Fatalf("validate = %+v, %v", u, err)
 	}
 	// A ban written to the database counts on the very next call.
 	s.setUser(t, ada.User.ID, bson.D{{Key: "status", Value: "banned"}, {Key: "role", Value: "moderator"}})
-	if u, err := s.client.Validate(ctx, ada.Token); err != nil || u.Status != "banned" || u.Role != "moderator" {
+	if u, err := userOf(s.client.Validate(ctx, ada.Token)); err != nil || u.Status != "banned" || u.Role != "moderator" {
 		t.Fatalf("validate after a ban = %+v, %v", u, err)
 	}
 	s.setUser(t, ada.User.ID, bson.D{{Key: "status", Value: "active"}, {Key: "timeout_until", Value: time.Now().Add(time.Hour)}})
-	if u, _ := s.client.Validate(ctx, ada.Token); u.Status != "suspended" || u.TimeoutUntil == nil {
+	if u, _ := userOf(s.client.Validate(ctx, ada.Token)); u.Status != "suspended" || u.TimeoutUntil == nil {
 		t.Fatalf("validate while suspended = %+v", u)
 	}
 	s.setUser(t, ada.User.ID, bson.D{{Key: "timeout_until", Value: time.Now().Add(-time.Second)}})
-	if u, _ := s.client.Validate(ctx, ada.Token); u.Status != "active" {
+	if u, _ := userOf(s.client.Validate(ctx, ada.Token)); u.Status != "active" {
 		t.Fatalf("validate after the timeout = %+v", u)
 	}
 
@@ -158,3 +158,6 @@ func TestIDPConfigUnconfigured(t *testing.T) {
 	resp, body = s.call(t, s.anon(t), "POST", "/internal/auth/google", `{"id_token":"a.b.c"}`)
 	wantFailure(t, resp, body, 401, "identity provider not configured")
 }
+
+// userOf is the user of a validated session.
+func userOf(v auth.Validated, err error) (auth.User, error) { return v.User, err }

@@ -76,6 +76,10 @@ func TestLoginRateLimit(t *testing.T) {
 	if _, err := s.client.Login(ctx, auth.LoginRequest{Email: "bob@example.com", Password: "correct-horse"}); err != nil {
 		t.Fatalf("the same client with another e-mail: %v", err)
 	}
+	// Until the client's own window over all e-mails is full.
+	s.quota.SetLimit(quota.ScopeLoginClient, 3)
+	_, err := s.client.Login(ctx, auth.LoginRequest{Email: "bob@example.com", Password: "correct-horse"})
+	wantErr(t, err, errs.KindTooMany, "too many failed login attempts")
 	for _, k := range s.quota.Seen() {
 		if strings.Contains(k, "@") || len(k) != 64 {
 			t.Fatalf("the quota service saw a key that is not a 64-character hash: %q", k)

@@ -52,7 +52,7 @@ func TestGoogleFirstAndSecondLogin(t *testing.T) {
 	if doc["idp_uid"] != "sub-grace" || doc["password_hash"] != nil {
 		t.Fatalf("stored user = %v", doc)
 	}
-	if v, err := s.client.Validate(s.anon(t), first.Token); err != nil || v.ID != u.ID {
+	if v, err := userOf(s.client.Validate(s.anon(t), first.Token)); err != nil || v.ID != u.ID {
 		t.Fatalf("validate the google session = %+v, %v", v, err)
 	}
 	// The same subject logs in again, even with a changed e-mail: found by idp_uid.
@@ -149,7 +149,7 @@ func TestGoogleLinkTakesOverAPreRegisteredAccount(t *testing.T) {
 	// The password is gone: the same answer as a wrong one.
 	resp, body := s.call(t, s.from(t, 1), http.MethodPost, "/internal/auth/login", `{"email":"ada@example.com","password":"correct-horse"}`)
 	wantFailure(t, resp, body, 401, "invalid email or password")
-	if u, err := s.client.Validate(s.anon(t), owner.Token); err != nil || u.AuthProvider != "google" || u.ID != owner.User.ID {
+	if u, err := userOf(s.client.Validate(s.anon(t), owner.Token)); err != nil || u.AuthProvider != "google" || u.ID != owner.User.ID {
 		t.Fatalf("the owner's session = %+v, %v", u, err)
 	}
 	doc := s.userDoc(t, bson.D{{Key: "_id", Value: owner.User.ID}})

@@ -132,7 +132,7 @@ func TestUserAdminEndpoints(t *testing.T) {
 		u.TimeoutUntil.After(time.Now().Add(600*time.Second)) || *u.TimeoutReason != "cool off" {
 		t.Fatalf("timeout = %+v, %v", u, err)
 	}
-	if v, err := s.client.Validate(s.anon(t), ada.Token); err != nil || v.Status != "suspended" {
+	if v, err := userOf(s.client.Validate(s.anon(t), ada.Token)); err != nil || v.Status != "suspended" {
 		t.Fatalf("ada's session after the timeout = %+v, %v", v, err)
 	}
 

@@ -20,7 +20,9 @@ type Accounts interface {
 	Login(ctx context.Context, caller identity.Caller, req auth.LoginRequest) (auth.Session, error)
 	Google(ctx context.Context, caller identity.Caller, req auth.GoogleRequest) (auth.Session, error)
 	Logout(ctx context.Context, token string) error
-	Validate(ctx context.Context, token string) (auth.User, error)
+	Validate(ctx context.Context, token string) (auth.Validated, error)
+	Sessions(ctx context.Context, caller identity.Caller) (auth.SessionList, error)
+	RevokeSession(ctx context.Context, caller identity.Caller, id string) error
 	IDPConfig() auth.IDPConfig
 	SetRole(ctx context.Context, caller identity.Caller, targetID, role string) (auth.User, error)
 	LoginRecords(ctx context.Context, caller identity.Caller, q accounts.RecordQuery) (auth.LoginRecords, error)
@@ -44,6 +46,8 @@ func Register(app *fiber.App, keys *identity.Keys, svc Accounts) {
 	g.Post("/google", h.google)
 	g.Post("/logout", h.logout)
 	g.Post("/sessions/validate", h.validate)
+	g.Get("/sessions", h.sessions)
+	g.Delete("/sessions/:id", h.revokeSession)
 	g.Get("/idp-config", h.idpConfig)
 	g.Post("/users/:id/role", h.setRole)
 	g.Get("/login-records", h.loginRecords)
@@ -136,11 +140,26 @@ func (h handlers) validate(c *fiber.Ctx) error {
 	if err := server.DecodeJSON(c, &req); err != nil {
 		return err
 	}
-	u, err := h.svc.Validate(c.UserContext(), req.Token)
+	v, err := h.svc.Validate(c.UserContext(), req.Token)
 	if err != nil {
 		return err
 	}
-	return reply(c, fiber.StatusOK, auth.UserResponse{User: u})
+	return reply(c, fiber.StatusOK, v)
+}
+
+func (h handlers) sessions(c *fiber.Ctx) error {
+	out, err := h.svc.Sessions(c.UserContext(), identity.CallerOf(c))
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, out)
+}
+
+func (h handlers) revokeSession(c *fiber.Ctx) error {
+	if err := h.svc.RevokeSession(c.UserContext(), identity.CallerOf(c), strings.Clone(c.Params("id"))); err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, fiber.Map{"status": "revoked"})
 }
 
 func (h handlers) idpConfig(c *fiber.Ctx) error {

@@ -244,11 +244,11 @@ func (f fakeSessions) ValidateToken(_ context.Context, secret string) (auth.Toke
 	return auth.TokenAuth{}, errs.E(errs.KindUnauthenticated, "API token invalid, expired or revoked")
 }
 
-func (f fakeSessions) Validate(_ context.Context, token string) (auth.User, error) {
+func (f fakeSessions) Validate(_ context.Context, token string) (auth.Validated, error) {
 	if u, ok := f[token]; ok {
-		return u, nil
+		return auth.Validated{User: u, SessionID: "sid-" + token}, nil
 	}
-	return auth.User{}, errs.E(errs.KindUnauthenticated, "session expired or invalid")
+	return auth.Validated{}, errs.E(errs.KindUnauthenticated, "session expired or invalid")
 }
 
 // fakeLinks stands in for the link service on the redirect path.

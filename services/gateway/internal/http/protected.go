@@ -47,6 +47,9 @@ func (h *handlers) gatedRoutes() []route {
 		{"POST", "/user/webhooks/:id/test", user, hooks, h.testWebhook},
 		{"GET", "/user/webhooks/:id/deliveries", user, hooks, h.deliveries},
 
+		{"GET", "/user/sessions", user, none, h.sessions},
+		{"DELETE", "/user/sessions/:id", user, none, h.revokeSession},
+
 		{"POST", "/user/tokens", user, none, h.createToken},
 		{"GET", "/user/tokens", user, none, h.tokens},
 		{"DELETE", "/user/tokens/:id", user, none, h.revokeToken},

@@ -64,6 +64,8 @@ type Auth interface {
 	CreateToken(ctx context.Context, req auth.TokenCreateRequest) (auth.TokenCreated, error)
 	Tokens(ctx context.Context) (auth.TokenList, error)
 	RevokeToken(ctx context.Context, id string) error
+	Sessions(ctx context.Context) (auth.SessionList, error)
+	RevokeSession(ctx context.Context, id string) error
 }
 
 // Moderation is what the routes ask of the moderation service; *moderation.Client

@@ -33,3 +33,18 @@ func (h *handlers) revokeToken(c *fiber.Ctx) error {
 	}
 	return c.JSON(fiber.Map{"status": "revoked"}, fiber.MIMEApplicationJSONCharsetUTF8)
 }
+
+func (h *handlers) sessions(c *fiber.Ctx) error {
+	out, err := h.Auth.Sessions(c.UserContext())
+	if err != nil {
+		return err
+	}
+	return c.JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h *handlers) revokeSession(c *fiber.Ctx) error {
+	if err := h.Auth.RevokeSession(c.UserContext(), c.Params("id")); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"status": "revoked"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}

@@ -37,7 +37,7 @@ func PlausibleToken(token string) bool { return token != "" && len(token) <= max
 
 // Validator checks session tokens and API token secrets; *auth.Client satisfies it.
 type Validator interface {
-	Validate(ctx context.Context, token string) (auth.User, error)
+	Validate(ctx context.Context, token string) (auth.Validated, error)
 	ValidateToken(ctx context.Context, secret string) (auth.TokenAuth, error)
 }
 
@@ -204,10 +204,11 @@ func (g *Gate) admit(c *fiber.Ctx, token, minRole string, allowRestricted bool) 
 	if err != nil {
 		return err
 	}
-	user, err := g.auth.Validate(ctx, strings.Clone(token))
+	v, err := g.auth.Validate(ctx, strings.Clone(token))
 	if err != nil {
 		return err
 	}
+	user := v.User
 	if !allowRestricted {
 		if err := restricted(user); err != nil {
 			return err
@@ -216,7 +217,8 @@ func (g *Gate) admit(c *fiber.Ctx, token, minRole string, allowRestricted bool) 
 	if auth.Rank(user.Role) < auth.Rank(minRole) {
 		return errs.Forbidden("%s role required", minRole)
 	}
-	ctx, err = g.As(c, identity.Caller{UserID: user.ID, Role: user.Role, Status: user.Status, QuotaLimit: user.QuotaLimit})
+	ctx, err = g.As(c, identity.Caller{UserID: user.ID, Role: user.Role, Status: user.Status, QuotaLimit: user.QuotaLimit,
+		SessionID: v.SessionID})
 	if err != nil {
 		return err
 	}

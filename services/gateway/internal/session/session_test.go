@@ -24,12 +24,12 @@ import (
 
 type fakeAuth map[string]auth.User
 
-func (f fakeAuth) Validate(_ context.Context, token string) (auth.User, error) {
+func (f fakeAuth) Validate(_ context.Context, token string) (auth.Validated, error) {
 	u, ok := f[token]
 	if !ok {
-		return auth.User{}, errs.E(errs.KindUnauthenticated, "session expired or invalid")
+		return auth.Validated{}, errs.E(errs.KindUnauthenticated, "session expired or invalid")
 	}
-	return u, nil
+	return auth.Validated{User: u, SessionID: "sid-" + token}, nil
 }
 
 // ValidateToken knows secrets "lm_<user cookie>_<scope>": the user's token with one scope;

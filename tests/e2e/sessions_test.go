@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// Through the gateway: a user signed in on two devices lists both sessions (the current one
+// marked, the User-Agent of each sign-in, never a token), ends the other device's session,
+// whose cookie then stops working, and an API token is refused.
+func TestSessionsThroughTheGateway(t *testing.T) {
+	a := register(t)
+	phone := newClientIP()
+	r := doWith(t, "POST", "/api/auth/login", `{"email":"`+a.email+`","password":"`+a.password+`"}`,
+		map[string]string{"X-Forwarded-For": phone, "User-Agent": "PhoneBrowser/1.0"})
+	phoneCookie := sessionCookie(r)
+	if r.status != 200 || phoneCookie == "" {
+		t.Fatalf("login: %d %s", r.status, r.body)
+	}
+	list := as(t, a.cookie, "GET", "/api/user/sessions", "")
+	sessions, _ := list.object(t)["sessions"].([]any)
+	if list.status != 200 || len(sessions) != 2 {
+		t.Fatalf("sessions: %d %s", list.status, list.body)
+	}
+	newest, older := sessions[0].(map[string]any), sessions[1].(map[string]any)
+	if newest["user_agent"] != "PhoneBrowser/1.0" || newest["current"] != false || older["current"] != true {
+		t.Fatalf("sessions: %s", list.body)
+	}
+	for _, s := range sessions {
+		m := s.(map[string]any)
+		if len(m) != 5 || m["id"] == "" || m["created_at"] == nil {
+			t.Fatalf("a session's fields: %v", m)
+		}
+	}
+	for _, secret := range []string{a.cookie, phoneCookie, phone} {
+		if strings.Contains(string(list.body), secret) {
+			t.Fatalf("the list shows a token or an address: %s", list.body)
+		}
+	}
+	if r := as(t, a.cookie, "DELETE", "/api/user/sessions/"+newest["id"].(string), ""); r.status != 200 || r.object(t)["status"] != "revoked" {
+		t.Fatalf("revoke: %d %s", r.status, r.body)
+	}
+	as(t, phoneCookie, "GET", "/api/auth/me", "").wantError(t, 401, "session expired or invalid")
+	if r := as(t, a.cookie, "GET", "/api/auth/me", ""); r.status != 200 {
+		t.Fatalf("the current session after ending the other: %d", r.status)
+	}
+	as(t, a.cookie, "DELETE", "/api/user/sessions/"+newest["id"].(string), "").wantError(t, 404, "session not found")
+	secret, _ := createToken(t, a.cookie, "no-sessions", "links:read")
+	withToken(t, secret, "", "GET", "/api/user/sessions", "").wantError(t, 403, "API tokens are not accepted on this route")
+}

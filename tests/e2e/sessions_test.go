@@ -48,3 +48,33 @@ func TestSessionsThroughTheGateway(t *testing.T) {
 	secret, _ := createToken(t, a.cookie, "no-sessions", "links:read")
 	withToken(t, secret, "", "GET", "/api/user/sessions", "").wantError(t, 403, "API tokens are not accepted on this route")
 }
+
+// Changing the password through the gateway ends every session of the account, on every
+// device, and sets a fresh cookie for this one; the new password signs in, the old does not.
+func TestPasswordChangeThroughTheGateway(t *testing.T) {
+	a := register(t)
+	_, other := loginAs(t, a.email, a.password, newClientIP())
+	as(t, a.cookie, "POST", "/api/auth/password", `{"current_password":"wrong-one","new_password":"n3w-passphrase"}`).
+		wantError(t, 401, "current password is wrong")
+	as(t, a.cookie, "POST", "/api/auth/password", `{"current_password":"`+a.password+`","new_password":"short"}`).
+		wantError(t, 400, "new_password must be between 8 and 128 characters")
+	r := as(t, a.cookie, "POST", "/api/auth/password", `{"current_password":"`+a.password+`","new_password":"n3w-passphrase"}`)
+	fresh := sessionCookie(r)
+	if r.status != 200 || r.object(t)["status"] != "changed" || fresh == "" || fresh == a.cookie {
+		t.Fatalf("change: %d %s (cookie %q)", r.status, r.body, fresh)
+	}
+	for _, old := range []string{a.cookie, other} {
+		as(t, old, "GET", "/api/auth/me", "").wantError(t, 401, "session expired or invalid")
+	}
+	if r := as(t, fresh, "GET", "/api/auth/me", ""); r.status != 200 {
+		t.Fatalf("the fresh session: %d %s", r.status, r.body)
+	}
+	r, _ = loginAs(t, a.email, a.password, newClientIP())
+	r.wantError(t, 401, "invalid email or password")
+	if r, cookie := loginAs(t, a.email, "n3w-passphrase", newClientIP()); r.status != 200 || cookie == "" {
+		t.Fatalf("the new password: %d %s", r.status, r.body)
+	}
+	secret, _ := createToken(t, fresh, "no-password", "links:write")
+	withToken(t, secret, "", "POST", "/api/auth/password", `{"current_password":"n3w-passphrase","new_password":"another-pass"}`).
+		wantError(t, 403, "API tokens are not accepted on this route")
+}

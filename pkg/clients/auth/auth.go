@@ -90,6 +90,19 @@ type LoginRequest struct {
 	Captcha string `json:"captcha,omitempty"`
 }
 
+// PasswordChangeRequest is the body of POST /api/auth/password.
+type PasswordChangeRequest struct {
+	CurrentPassword string `json:"current_password"`
+	NewPassword     string `json:"new_password"`
+}
+
+// ChangePassword changes the caller's password; every session of theirs ends and the answer
+// is a fresh session for the caller to go on with.
+func (c *Client) ChangePassword(ctx context.Context, req PasswordChangeRequest) (Session, error) {
+	var s Session
+	return s, c.call(ctx, http.MethodPost, "/internal/auth/password", req, &s)
+}
+
 // What the gateway found of a login's captcha.
 const (
 	// CaptchaOff: no verifier is configured; a login over the e-mail's ceiling is a 429.

@@ -152,6 +152,9 @@ type Store interface {
 	// SetPasswordHash replaces the password hash only if it is still old; false when it was
 	// not (changed or removed meanwhile).
 	SetPasswordHash(ctx context.Context, userID, old, hash string, now time.Time) (bool, error)
+	// ReplacePassword sets the password hash and raises the session epoch in one update, if
+	// the hash is still old (any hash when old is empty); the account as written, or false.
+	ReplacePassword(ctx context.Context, userID, old, hash string, now time.Time) (User, bool, error)
 	// SetRole changes the role only if it is still from; false when it was not.
 	SetRole(ctx context.Context, userID, from, to string, now time.Time) (bool, error)
 	// SetStanding replaces the account's standing only if it is still from, and stamps

@@ -238,7 +238,7 @@ func (s *Service) issue(ctx context.Context, u User, rec LoginRecord, now time.T
 		}
 		return auth.Session{}, err
 	}
-	if rec.Reason != ReasonRegistered {
+	if rec.Reason != ReasonRegistered && rec.Reason != ReasonPasswordChanged {
 		s.countAttempt(rec.Method, "success")
 	}
 	return auth.Session{User: u.View(now), Token: token, ExpiresAt: sess.ExpiresAt}, nil

@@ -23,6 +23,7 @@ type Accounts interface {
 	Validate(ctx context.Context, token string) (auth.Validated, error)
 	Sessions(ctx context.Context, caller identity.Caller) (auth.SessionList, error)
 	RevokeSession(ctx context.Context, caller identity.Caller, id string) error
+	ChangePassword(ctx context.Context, caller identity.Caller, req auth.PasswordChangeRequest) (auth.Session, error)
 	IDPConfig() auth.IDPConfig
 	SetRole(ctx context.Context, caller identity.Caller, targetID, role string) (auth.User, error)
 	LoginRecords(ctx context.Context, caller identity.Caller, q accounts.RecordQuery) (auth.LoginRecords, error)
@@ -47,6 +48,7 @@ func Register(app *fiber.App, keys *identity.Keys, svc Accounts) {
 	g.Post("/logout", h.logout)
 	g.Post("/sessions/validate", h.validate)
 	g.Get("/sessions", h.sessions)
+	g.Post("/password", h.changePassword)
 	g.Delete("/sessions/:id", h.revokeSession)
 	g.Get("/idp-config", h.idpConfig)
 	g.Post("/users/:id/role", h.setRole)
@@ -145,6 +147,18 @@ func (h handlers) validate(c *fiber.Ctx) error {
 		return err
 	}
 	return reply(c, fiber.StatusOK, v)
+}
+
+func (h handlers) changePassword(c *fiber.Ctx) error {
+	var req auth.PasswordChangeRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	s, err := h.svc.ChangePassword(c.UserContext(), identity.CallerOf(c), req)
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, s)
 }
 
 func (h handlers) sessions(c *fiber.Ctx) error {

@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
@@ -116,6 +117,31 @@ func (s *Store) SetPasswordHash(ctx context.Context, userID, old, hash string, n
 	filter := append(byID(userID), bson.E{Key: "password_hash", Value: old})
 	return s.update(ctx, "set password hash", filter,
 		bson.D{{Key: "password_hash", Value: hash}, {Key: "updated_at", Value: now}})
+}
+
+// ReplacePassword sets the account's password hash to hash and raises its session epoch,
+// in one update, if its hash is still old (any hash at all when old is empty): every session
+// issued before ends at once, and a login that checked the old password and stores its
+// session later stores a dead one. It returns the account as written; false when the account
+// has no such hash (changed meanwhile, or none).
+func (s *Store) ReplacePassword(ctx context.Context, userID, old, hash string, now time.Time) (accounts.User, bool, error) {
+	filter := append(byID(userID), bson.E{Key: "password_hash", Value: bson.D{{Key: "$exists", Value: true}, {Key: "$ne", Value: ""}}})
+	if old != "" {
+		filter = append(byID(userID), bson.E{Key: "password_hash", Value: old})
+	}
+	update := bson.D{
+		{Key: "$set", Value: bson.D{{Key: "password_hash", Value: hash}, {Key: "updated_at", Value: now}}},
+		{Key: "$inc", Value: bson.D{{Key: "session_epoch", Value: int64(1)}}},
+	}
+	var d userDoc
+	err := s.users.FindOneAndUpdate(ctx, filter, update, options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return accounts.User{}, false, nil
+	}
+	if err != nil {
+		return accounts.User{}, false, fmt.Errorf("replace password: %w", err)
+	}
+	return fromUserDoc(d), true, nil
 }
 
 // SetRole changes the role only if it is still from: a compare-and-set, so that of

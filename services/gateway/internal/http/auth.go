@@ -19,6 +19,7 @@ func (h *handlers) registerAuth(api fiber.Router) {
 	g.Post("/google", h.google)
 	g.Post("/logout", h.logout)
 	g.Get("/me", h.Gate.Require(auth.RoleUser, true), h.me)
+	g.Post("/password", h.Gate.Require(auth.RoleUser, false), h.changePassword)
 	g.Get("/idp-config", h.idpConfig)
 }
 
@@ -101,6 +102,21 @@ func (h *handlers) google(c *fiber.Ctx) error {
 func (h *handlers) startSession(c *fiber.Ctx, status int, s auth.Session) error {
 	h.Gate.SetCookie(c, s.Token, s.ExpiresAt)
 	return c.Status(status).JSON(auth.UserResponse{User: s.User}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// changePassword changes the caller's password; the auth service ends every session of
+// theirs, and the caller goes on with the fresh one it answers, in a new cookie.
+func (h *handlers) changePassword(c *fiber.Ctx) error {
+	var req auth.PasswordChangeRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	s, err := h.Auth.ChangePassword(c.UserContext(), req)
+	if err != nil {
+		return err
+	}
+	h.Gate.SetCookie(c, s.Token, s.ExpiresAt)
+	return c.JSON(fiber.Map{"status": "changed"}, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
 // logout revokes the session server-side, so the old cookie is dead even if a client keeps

@@ -65,6 +65,7 @@ type Auth interface {
 	Tokens(ctx context.Context) (auth.TokenList, error)
 	RevokeToken(ctx context.Context, id string) error
 	Sessions(ctx context.Context) (auth.SessionList, error)
+	ChangePassword(ctx context.Context, req auth.PasswordChangeRequest) (auth.Session, error)
 	RevokeSession(ctx context.Context, id string) error
 }
 

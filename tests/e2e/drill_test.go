@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -73,6 +74,9 @@ func drill(t *testing.T, crash func()) {
 				}
 				req, _ := http.NewRequest(http.MethodGet, gw+"/"+code, nil)
 				req.Header.Set("User-Agent", firefoxLinux)
+				// Each visit from an address of its own: one client's visits beyond its
+				// click budget on a link would not count.
+				req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.19.%d.%d", n/250%250, n%250+1))
 				resp, err := hc.Do(req)
 				if err != nil || resp.StatusCode != http.StatusFound {
 					failed.Add(1)

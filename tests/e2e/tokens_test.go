@@ -81,7 +81,7 @@ func gatedOperations(t *testing.T) map[string]gatedOperation {
 	return out
 }
 
-var codeOrID = regexp.MustCompile(`/(abc1234|nobody|r1|p1|t1|w1)(/|$)`)
+var codeOrID = regexp.MustCompile(`/(abc1234|nobody|r1|p1|t1|w1|s1)(/|$)`)
 
 // documentedKey is the OpenAPI key of a request of the authorization matrix: its made-up
 // codes and ids become the document's parameters.

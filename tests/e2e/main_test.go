@@ -27,7 +27,8 @@ var (
 	dnsServer *testenv.DNS
 	otlp      *otlpReceiver
 	issuer    *oidcIssuer
-	services  *stack.Services // the running stack, for drills that kill and restart a service
+	services  *stack.Services   // the running stack, for drills that kill and restart a service
+	mails     *testenv.MailSink // the mail the stack sent
 )
 
 // The bootstrap super admin of the e2e stack.
@@ -77,6 +78,12 @@ func run(m *testing.M) int {
 	defer issuer.Close()
 
 	logDir, _ := os.MkdirTemp("", "linkmesh-e2e-logs-")
+	// The mail the services send arrives here, where the tests read it.
+	if mails, err = testenv.StartMailSink(filepath.Join(logDir, "mail")); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer mails.Stop()
 	dbPrefix = testenv.Name("e2e")
 	geoDB := filepath.Join(logDir, "countries.mmdb")
 	if err := testenv.BuildGeoIP(geoDB, testenv.GeoIPLocationDB, geoCountries); err != nil {
@@ -112,6 +119,7 @@ func run(m *testing.M) int {
 			// The ceiling of failed logins of one e-mail over all clients (login_limits_test.go).
 			"LINKMESH_LOGIN_MAX_FAILURES_PER_EMAIL":  itoa(loginFailuresPerEmail),
 			"LINKMESH_LOGIN_MAX_FAILURES_PER_CLIENT": itoa(loginFailuresPerClient),
+			"LINKMESH_SMTP_URL":                      mails.SMTPURL,
 		},
 	})
 	if err != nil {

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Through the gateway: a user signed in on two devices lists both sessions (the current one
@@ -77,4 +79,60 @@ func TestPasswordChangeThroughTheGateway(t *testing.T) {
 	secret, _ := createToken(t, fresh, "no-password", "links:write")
 	withToken(t, secret, "", "POST", "/api/auth/password", `{"current_password":"n3w-passphrase","new_password":"another-pass"}`).
 		wantError(t, 403, "API tokens are not accepted on this route")
+}
+
+// mailTo waits (up to 10 s: the outbox sends at once) for the newest mail to address whose
+// subject is subject, and returns its text.
+func mailTo(t *testing.T, address, subject string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, m := range mails.Messages() {
+			if len(m.To) == 1 && m.To[0] == address && m.Subject == subject {
+				return m.Text
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no mail %q to %s", subject, address)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var resetLink = regexp.MustCompile(`/#/reset-password\?token=([A-Za-z0-9_-]+)`)
+
+// The whole reset flow through the gateway and a real SMTP server: the request is answered
+// alike for an address with and without an account; the mail carries the link; the link
+// sets a new password once, and every session of the account ends.
+func TestPasswordResetThroughMail(t *testing.T) {
+	a := register(t)
+	nobody := "nobody." + dbPrefix + "@example.com"
+	for _, email := range []string{a.email, nobody} {
+		r := do(t, "POST", "/api/auth/password-reset", `{"email":"`+email+`"}`, newClientIP())
+		if r.status != 202 || r.object(t)["status"] != "sent" {
+			t.Fatalf("reset request for %s: %d %s", email, r.status, r.body)
+		}
+	}
+	text := mailTo(t, a.email, "Reset your linkmesh password")
+	m := resetLink.FindStringSubmatch(text)
+	if m == nil || !strings.Contains(text, baseURL+"/#/reset-password?token=") {
+		t.Fatalf("no link in the mail: %q", text)
+	}
+	confirm := func(token, pw string) response {
+		return do(t, "POST", "/api/auth/password-reset/confirm", `{"token":"`+token+`","new_password":"`+pw+`"}`, newClientIP())
+	}
+	confirm("made-up-token", "n3w-passphrase").wantError(t, 400, "reset link is invalid, used or expired")
+	if r := confirm(m[1], "n3w-passphrase"); r.status != 200 || r.object(t)["status"] != "changed" {
+		t.Fatalf("confirm: %d %s", r.status, r.body)
+	}
+	as(t, a.cookie, "GET", "/api/auth/me", "").wantError(t, 401, "session expired or invalid")
+	if r, cookie := loginAs(t, a.email, "n3w-passphrase", newClientIP()); r.status != 200 || cookie == "" {
+		t.Fatalf("the new password: %d %s", r.status, r.body)
+	}
+	confirm(m[1], "another-passphrase").wantError(t, 400, "reset link is invalid, used or expired")
+	for _, msg := range mails.Messages() {
+		if msg.To[0] == nobody {
+			t.Fatalf("mail to an address without an account: %+v", msg)
+		}
+	}
 }

@@ -17,8 +17,8 @@ gateway:
 auth:
   calls: [quota, moderation, link]
   mongodb: true
-  secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI, LINKMESH_BOOTSTRAP_ADMIN_EMAIL, LINKMESH_BOOTSTRAP_ADMIN_PASSWORD, LINKMESH_OIDC_ISSUER, LINKMESH_OIDC_CLIENT_ID]
-  settings: [sessionTTL, loginRecordRetention, oidcJWKSURL]
+  secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI, LINKMESH_BOOTSTRAP_ADMIN_EMAIL, LINKMESH_BOOTSTRAP_ADMIN_PASSWORD, LINKMESH_OIDC_ISSUER, LINKMESH_OIDC_CLIENT_ID, LINKMESH_SMTP_URL]
+  settings: [baseURL, sessionTTL, loginRecordRetention, oidcJWKSURL, mailFrom]
 link:
   calls: [quota, analytics, moderation]
   mongodb: true
@@ -64,6 +64,7 @@ cookieSecure: LINKMESH_COOKIE_SECURE
 sessionTTL: LINKMESH_SESSION_TTL
 loginRecordRetention: LINKMESH_LOGIN_RECORD_RETENTION
 oidcJWKSURL: LINKMESH_OIDC_JWKS_URL
+mailFrom: LINKMESH_MAIL_FROM
 dnsTimeout: LINKMESH_DNS_TIMEOUT
 dnsServer: LINKMESH_DNS_SERVER
 dnsCacheTTL: LINKMESH_DNS_CACHE_TTL
@@ -107,6 +108,7 @@ LINKMESH_CAPTCHA_VERIFY_URL: {value: captchaVerifyURL, required: false}
 LINKMESH_CAPTCHA_SECRET: {value: captchaSecret, required: false}
 LINKMESH_OIDC_ISSUER: {value: oidcIssuer, required: false}
 LINKMESH_OIDC_CLIENT_ID: {value: oidcClientID, required: false}
+LINKMESH_SMTP_URL: {value: smtpURL, required: false}
 {{- end }}
 
 {{/*

@@ -103,6 +103,28 @@ func (c *Client) ChangePassword(ctx context.Context, req PasswordChangeRequest) 
 	return s, c.call(ctx, http.MethodPost, "/internal/auth/password", req, &s)
 }
 
+// PasswordResetRequest is the body of POST /api/auth/password-reset.
+type PasswordResetRequest struct {
+	Email string `json:"email"`
+}
+
+// PasswordResetConfirm is the body of POST /api/auth/password-reset/confirm.
+type PasswordResetConfirm struct {
+	Token       string `json:"token"`
+	NewPassword string `json:"new_password"`
+}
+
+// RequestPasswordReset mails a reset link to the address if an account has it; the answer
+// does not say whether one does.
+func (c *Client) RequestPasswordReset(ctx context.Context, req PasswordResetRequest) error {
+	return c.call(ctx, http.MethodPost, "/internal/auth/password-reset", req, nil)
+}
+
+// ConfirmPasswordReset sets a new password with a mailed token; every session ends.
+func (c *Client) ConfirmPasswordReset(ctx context.Context, req PasswordResetConfirm) error {
+	return c.call(ctx, http.MethodPost, "/internal/auth/password-reset/confirm", req, nil)
+}
+
 // What the gateway found of a login's captcha.
 const (
 	// CaptchaOff: no verifier is configured; a login over the e-mail's ceiling is a 429.

@@ -32,6 +32,12 @@ const (
 	// ScopeRegister counts account registrations per client identity key. A registration
 	// keeps its unit; only our own failure gives it back.
 	ScopeRegister = "register"
+	// ScopeResetClient and ScopeResetEmail count password-reset requests, per client
+	// identity key and per e-mail (keyed by its hash): ResetLimitClient and ResetLimitEmail
+	// per ResetWindow, so nobody floods an inbox with reset mail. Every request keeps its
+	// unit.
+	ScopeResetClient = "password_reset_client"
+	ScopeResetEmail  = "password_reset_email"
 	// ScopeUserCreate counts a registered user's link creations per user id, up to the
 	// account's own quota_limit, which every reservation carries.
 	ScopeUserCreate = "user_create"
@@ -44,6 +50,13 @@ const (
 
 // TokenWindow is the window of an API token's request rate, as the contract fixes it.
 const TokenWindow = time.Minute
+
+// The sizes of the password-reset windows.
+const (
+	ResetLimitClient = 10
+	ResetLimitEmail  = 3
+	ResetWindow      = time.Hour
+)
 
 // The size of the report window, as the contract fixes it.
 const (

@@ -75,6 +75,7 @@ environment (run):
   LINKMESH_GATEWAY_ADDR                      gateway listen address (default 127.0.0.1:8080)
   LINKMESH_IDENTITY_SECRET                   keys client identities (default: generated once into DIR/secrets.env);
   LINKMESH_WEBHOOK_KEY                       seals the webhooks' signing secrets (default: generated once there too);
+  LINKMESH_SMTP_URL                          the mail server (default: an embedded one whose web view is printed);
                                              the services' internal keys are generated afresh by every run
 `)
 }

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/linkmesh/linkmesh/pkg/config"
+	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
 
@@ -118,6 +119,16 @@ func runStack(ctx context.Context, args []string, logger *slog.Logger) error {
 	for k, v := range secrets {
 		env[k] = v
 	}
+	// Mail goes to LINKMESH_SMTP_URL when set, else to the embedded mail server, which keeps
+	// it and shows it on its web view.
+	var sink *testenv.MailSink
+	if env[stack.EnvSMTPURL] = os.Getenv(stack.EnvSMTPURL); env[stack.EnvSMTPURL] == "" {
+		if sink, err = testenv.StartMailSink(filepath.Join(cfg.dataDir, "mail")); err != nil {
+			return startErr(ctx, err, logger)
+		}
+		defer sink.Stop()
+		env[stack.EnvSMTPURL] = sink.SMTPURL
+	}
 	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
 		BinDir:      cfg.binDir,
 		MongoURI:    mongoURI,
@@ -134,7 +145,7 @@ func runStack(ctx context.Context, args []string, logger *slog.Logger) error {
 	// Deferred calls run in reverse, so services stop before datastores.
 	defer svcs.Stop()
 
-	printTable(cfg, svcs, ds, mongoURI, redisURL)
+	printTable(cfg, svcs, ds, mongoURI, redisURL, sink)
 	<-ctx.Done()
 	logger.Info("shutting down")
 	return nil
@@ -151,7 +162,7 @@ func startErr(ctx context.Context, err error, logger *slog.Logger) error {
 }
 
 // printTable shows where everything listens.
-func printTable(cfg runConfig, svcs *stack.Services, ds *stack.Datastores, mongoURI, redisURL string) {
+func printTable(cfg runConfig, svcs *stack.Services, ds *stack.Datastores, mongoURI, redisURL string, sink *testenv.MailSink) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "\nlinkmesh is running (Ctrl-C to stop)")
 	fmt.Fprintf(w, "gateway\t%s\n", svcs.GatewayURL)
@@ -168,6 +179,11 @@ func printTable(cfg runConfig, svcs *stack.Services, ds *stack.Datastores, mongo
 	}
 	fmt.Fprintf(w, "mongodb\t%s\t(%s)\n", mongoURI, mongoNote)
 	fmt.Fprintf(w, "redis\t%s\t(%s)\n", redisURL, redisNote)
+	if sink != nil {
+		fmt.Fprintf(w, "mail\t%s\t(the mail sent, kept by the embedded SMTP server %s)\n", sink.ViewURL, sink.SMTPURL)
+	} else {
+		fmt.Fprintf(w, "mail\t%s\t(external)\n", "LINKMESH_SMTP_URL")
+	}
 	fmt.Fprintf(w, "data\t%s\n", cfg.dataDir)
 	logs := "stderr"
 	if cfg.logDir != "" {

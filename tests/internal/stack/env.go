@@ -14,6 +14,7 @@ const (
 	EnvMongoDatabase  = "LINKMESH_MONGODB_DATABASE"
 	EnvRedisURL       = "LINKMESH_REDIS_URL"
 	EnvBaseURL        = "LINKMESH_BASE_URL"
+	EnvSMTPURL        = "LINKMESH_SMTP_URL"
 	EnvInternalKey    = "LINKMESH_INTERNAL_KEY"
 	EnvInternalCerts  = "LINKMESH_INTERNAL_CERTS"
 	EnvIdentitySecret = "LINKMESH_IDENTITY_SECRET"

@@ -17,6 +17,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/moderation"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/services/auth/internal/idp"
+	"github.com/linkmesh/linkmesh/services/auth/internal/mail"
 )
 
 // DefaultQuotaLimit is a new account's quota_limit.
@@ -135,6 +136,7 @@ var (
 	ErrEmailTaken      = errors.New("email taken")
 	ErrUserNotFound    = errors.New("user not found")
 	ErrSessionNotFound = errors.New("session not found")
+	ErrResetInvalid    = errors.New("password reset invalid, used or expired")
 )
 
 // Store persists accounts; implemented by internal/store.
@@ -178,9 +180,22 @@ type Store interface {
 	// granularity.
 	TouchSession(ctx context.Context, hash string, at time.Time, granularity time.Duration) error
 
+	// InsertReset keeps a password-reset token's hash for userID until expires; TakeReset
+	// removes a valid one and says whose it was (ErrResetInvalid otherwise); DeleteResetsOf
+	// removes every one of userID.
+	InsertReset(ctx context.Context, hash, userID string, now, expires time.Time) error
+	TakeReset(ctx context.Context, hash string, now time.Time) (string, error)
+	DeleteResetsOf(ctx context.Context, userID string) error
+
 	InsertLoginRecord(ctx context.Context, r LoginRecord) error
 	// LoginRecords returns one page of matching records, newest first, and the total.
 	LoginRecords(ctx context.Context, f RecordFilter, skip, limit int64) ([]LoginRecord, int64, error)
+}
+
+// Mailer keeps a mail for sending, under an id that names it for good; implemented by
+// *mail.Outbox.
+type Mailer interface {
+	Enqueue(ctx context.Context, id string, m mail.Message) error
 }
 
 // Quota is the quota service's typed client (pkg/clients/quota).

@@ -15,6 +15,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/testenv"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 	"github.com/linkmesh/linkmesh/services/auth/internal/idp"
+	"github.com/linkmesh/linkmesh/services/auth/internal/mail"
 	"github.com/linkmesh/linkmesh/services/auth/internal/password"
 	"github.com/linkmesh/linkmesh/services/auth/internal/store"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -161,8 +162,13 @@ func (e *env) service(t *testing.T, opts ...option) *accounts.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The real outbox, without a mail server: what the rules send stays in it, to be read.
+	outbox, err := mail.NewOutbox(context.Background(), e.db, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := accounts.Options{Store: e.store, Tokens: e.store, Quota: e.quota, IDP: idp.New(e.idp), Hasher: h,
-		Audit: e.audit, Links: e.links, SessionTTL: time.Hour, Now: e.clock.Now}
+		Audit: e.audit, Links: e.links, SessionTTL: time.Hour, Now: e.clock.Now, Mail: outbox, BaseURL: "https://sho.rt/"}
 	for _, opt := range opts {
 		opt(&o)
 	}

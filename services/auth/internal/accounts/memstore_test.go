@@ -2,6 +2,7 @@ package accounts_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
+	"github.com/linkmesh/linkmesh/services/auth/internal/mail"
 )
 
 // memStore keeps accounts in memory for the rule tests that need no database. The methods
@@ -139,7 +141,7 @@ func newUnit(t *testing.T, users ...accounts.User) *unit {
 	t.Helper()
 	u := &unit{store: newMemStore(users...), audit: &fakeAudit{}, links: newFakeLinks(), clock: &clock{t: unitEpoch}}
 	svc, err := accounts.New(context.Background(), accounts.Options{Store: u.store, Hasher: plainHasher{},
-		Audit: u.audit, Links: u.links, SessionTTL: time.Hour, Now: u.clock.Now})
+		Audit: u.audit, Links: u.links, SessionTTL: time.Hour, Now: u.clock.Now, Mail: noMail{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,3 +161,10 @@ func account(id, role string) accounts.User {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// noMail is the unit tests' outbox: their rules send no mail.
+type noMail struct{}
+
+func (noMail) Enqueue(context.Context, string, mail.Message) error {
+	return errors.New("the unit tests send no mail")
+}

@@ -2,11 +2,18 @@ package accounts_test
 
 import (
 	"context"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/services/auth/internal/mail"
 )
 
 // A password change needs the current password; it ends every session of the account, the
@@ -72,4 +79,92 @@ func TestChangePassword(t *testing.T) {
 	as.SessionID = fv.SessionID
 	_, err = change("correct-horse", "another-one")
 	wantErr(t, err, errs.KindUnauthenticated, "current password is wrong")
+}
+
+// outboxMail returns the mail kept for to in the outbox, newest first.
+func outboxMail(t *testing.T, e *env, to string) []string {
+	t.Helper()
+	cur, err := e.db.Collection(mail.Collection).Find(context.Background(), bson.D{{Key: "to", Value: to}},
+		options.Find().SetSort(bson.D{{Key: "created_at", Value: -1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []struct {
+		Subject string `bson:"subject"`
+		Text    string `bson:"text"`
+	}
+	if err := cur.All(context.Background(), &docs); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		out[i] = d.Subject + "\n" + d.Text
+	}
+	return out
+}
+
+var resetLink = regexp.MustCompile(`https://sho\.rt/#/reset-password\?token=([A-Za-z0-9_-]+)`)
+
+// A reset request mails a single-use link for 30 minutes to an address that has an account,
+// and nothing to one that has none, with the same answer; the link sets a new password and
+// ends every session; it works once, and not after its 30 minutes.
+func TestPasswordReset(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.register(t, "ada@example.com")
+	sess, err := e.svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: "ada@example.com", Password: "correct-horse"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(email string) error {
+		return e.svc.RequestPasswordReset(ctx, caller("", ""), auth.PasswordResetRequest{Email: email})
+	}
+	if err := ask("nobody@example.com"); err != nil {
+		t.Fatalf("an unknown address: %v", err)
+	}
+	if got := outboxMail(t, e, "nobody@example.com"); len(got) != 0 {
+		t.Fatalf("mail to an address without an account: %v", got)
+	}
+	wantErr(t, ask("not an address"), errs.KindInvalid, "email must be a valid e-mail address")
+	if err := ask("Ada@Example.com"); err != nil {
+		t.Fatal(err)
+	}
+	got := outboxMail(t, e, "ada@example.com")
+	if len(got) != 1 || !strings.HasPrefix(got[0], "Reset your linkmesh password\n") || !strings.Contains(got[0], "30 minutes") {
+		t.Fatalf("reset mail: %v", got)
+	}
+	m := resetLink.FindStringSubmatch(got[0])
+	if m == nil {
+		t.Fatalf("no link in %q", got[0])
+	}
+	token := m[1]
+	if n, _ := e.db.Collection("password_resets").CountDocuments(ctx, bson.D{{Key: "_id", Value: token}}); n != 0 {
+		t.Fatal("the token itself is stored")
+	}
+	confirm := func(tok, pw string) error {
+		return e.svc.ConfirmPasswordReset(ctx, auth.PasswordResetConfirm{Token: tok, NewPassword: pw})
+	}
+	wantErr(t, confirm(token, "short"), errs.KindInvalid, "new_password must be between 8 and 128 characters")
+	wantErr(t, confirm("made-up", "battery-staple"), errs.KindInvalid, "reset link is invalid, used or expired")
+	if err := confirm(token, "battery-staple"); err != nil {
+		t.Fatalf("confirm: %v", err)
+	}
+	_, err = e.svc.Validate(ctx, sess.Token)
+	wantErr(t, err, errs.KindUnauthenticated, "session expired or invalid")
+	if _, err := e.svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: "ada@example.com", Password: "battery-staple"}); err != nil {
+		t.Fatalf("the new password: %v", err)
+	}
+	wantErr(t, confirm(token, "another-pass"), errs.KindInvalid, "reset link is invalid, used or expired")
+
+	// A link older than 30 minutes no longer works.
+	if err := ask("ada@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	late := resetLink.FindStringSubmatch(outboxMail(t, e, "ada@example.com")[0])[1]
+	e.clock.Advance(31 * time.Minute)
+	wantErr(t, confirm(late, "another-pass"), errs.KindInvalid, "reset link is invalid, used or expired")
+
+	// Requests per address are bounded: nobody floods an inbox.
+	e.quota.limits[quota.ScopeResetEmail] = 2
+	wantErr(t, ask("ada@example.com"), errs.KindTooMany, "too many password reset requests")
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +33,10 @@ type Options struct {
 	Audit AuditLog
 	// Links disables a banned user's links when the ban asks for it.
 	Links Links
+	// Mail keeps the mail the rules send (password resets) for sending.
+	Mail Mailer
+	// BaseURL is the public base the links in mail open (LINKMESH_BASE_URL).
+	BaseURL string
 	// SessionTTL is how long a session lives.
 	SessionTTL time.Duration
 	// Issuer and ClientID are the identity provider's public settings for IDPConfig.
@@ -60,6 +65,8 @@ type Service struct {
 	hasher     PasswordHasher
 	audit      AuditLog
 	links      Links
+	mail       Mailer
+	baseURL    string
 	ttl        time.Duration
 	issuer     string
 	clientID   string
@@ -80,8 +87,8 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 	}
 	// Without them an admin action could not be recorded (and so could never stand) or
 	// would panic halfway: refuse to start instead.
-	if opts.Audit == nil || opts.Links == nil {
-		return nil, errors.New("accounts: an audit log and a link client are required")
+	if opts.Audit == nil || opts.Links == nil || opts.Mail == nil {
+		return nil, errors.New("accounts: an audit log, a link client and a mail outbox are required")
 	}
 	token, _, err := NewSessionToken()
 	if err != nil {
@@ -92,7 +99,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 		return nil, fmt.Errorf("hash dummy password: %w", err)
 	}
 	return &Service{store: opts.Store, tokens: opts.Tokens, quota: opts.Quota, idp: opts.IDP, hasher: opts.Hasher,
-		audit: opts.Audit, links: opts.Links, ttl: opts.SessionTTL, issuer: opts.Issuer, clientID: opts.ClientID, now: millis(opts.Now),
+		audit: opts.Audit, links: opts.Links, mail: opts.Mail, baseURL: strings.TrimRight(opts.BaseURL, "/"), ttl: opts.SessionTTL, issuer: opts.Issuer, clientID: opts.ClientID, now: millis(opts.Now),
 		log: opts.Logger, dummyHash: dummy, attempts: opts.Attempts}, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/linkmesh/linkmesh/services/auth/internal/config"
 	authhttp "github.com/linkmesh/linkmesh/services/auth/internal/http"
 	"github.com/linkmesh/linkmesh/services/auth/internal/idp"
+	"github.com/linkmesh/linkmesh/services/auth/internal/mail"
 	"github.com/linkmesh/linkmesh/services/auth/internal/password"
 	"github.com/linkmesh/linkmesh/services/auth/internal/store"
 )
@@ -36,7 +37,12 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	if err != nil {
 		return service.Parts{}, err
 	}
+	outbox, err := openOutbox(ctx, cfg, env)
+	if err != nil {
+		return service.Parts{}, err
+	}
 	svc, err := accounts.New(ctx, accounts.Options{
+		Mail: outbox, BaseURL: cfg.BaseURL,
 		Store: st, Tokens: st, Quota: quota.New(env.Peer(pkgconfig.Quota, cfg.QuotaURL, 3*time.Second)), Hasher: hasher,
 		Audit:      moderation.New(env.Peer(pkgconfig.Moderation, cfg.ModerationURL, 0)),
 		Links:      link.New(env.Peer(pkgconfig.Link, cfg.LinkURL, 0)),
@@ -54,5 +60,24 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		}
 	}
 	authhttp.Register(env.Server.App(), env.Keys, svc)
-	return service.Parts{}, nil
+	return service.Parts{Workers: []func(context.Context){func(ctx context.Context) { outbox.Run(ctx, mailInterval) }}}, nil
+}
+
+// mailInterval is how often a replica looks for mail due later or left by another.
+const mailInterval = 5 * time.Second
+
+// openOutbox opens the mail outbox with the configured server; without one, mail waits in
+// the outbox (and the start-up says so).
+func openOutbox(ctx context.Context, cfg *config.Config, env *service.Env) (*mail.Outbox, error) {
+	var sender mail.Sender
+	if u := cfg.SMTPURL.Reveal(); u != "" {
+		s, err := mail.NewSMTP(u, cfg.MailFrom)
+		if err != nil {
+			return nil, err
+		}
+		sender = s
+	} else {
+		env.Logger.WarnContext(ctx, "LINKMESH_SMTP_URL is not set: mail is kept in the outbox, not sent")
+	}
+	return mail.NewOutbox(ctx, env.Stores.DB, sender, env.Logger)
 }

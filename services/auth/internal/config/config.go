@@ -10,6 +10,7 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/config"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
+	"github.com/linkmesh/linkmesh/services/auth/internal/mail"
 )
 
 // MinLoginRecordRetention keeps at least a day of login records: less would erase the trail
@@ -25,6 +26,8 @@ type Config struct {
 	config.Service
 	config.Datastores
 	config.Peers
+	// Public: the base the links in mail open.
+	config.Public
 
 	// SessionTTL is how long a session (and its go_session cookie) lives.
 	SessionTTL time.Duration `env:"LINKMESH_SESSION_TTL" envDefault:"168h"`
@@ -44,6 +47,12 @@ type Config struct {
 	// every start; both or neither.
 	BootstrapAdminEmail    string        `env:"LINKMESH_BOOTSTRAP_ADMIN_EMAIL"`
 	BootstrapAdminPassword config.Secret `env:"LINKMESH_BOOTSTRAP_ADMIN_PASSWORD"`
+
+	// SMTPURL is the mail server the outbox sends through (smtp:// or smtps://, credentials
+	// in the URL); unset, mail is kept in the outbox and sent once one is configured.
+	SMTPURL config.Secret `env:"LINKMESH_SMTP_URL"`
+	// MailFrom is the sender of every mail.
+	MailFrom string `env:"LINKMESH_MAIL_FROM" envDefault:"linkmesh <no-reply@localhost>"`
 }
 
 // Validate checks the auth service's own settings; the boot path checks the shared ones.
@@ -68,7 +77,15 @@ func (c *Config) Validate() error {
 			return check
 		}
 	}
-	return c.validateBootstrap()
+	if err := c.validateBootstrap(); err != nil {
+		return err
+	}
+	if c.SMTPURL.Reveal() != "" {
+		if _, err := mail.NewSMTP(c.SMTPURL.Reveal(), c.MailFrom); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *Config) validateBootstrap() error {
@@ -95,5 +112,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("oidc_jwks_url", c.OIDCJWKSURL),
 		slog.Bool("bootstrap_admin", c.BootstrapAdminEmail != ""),
 		slog.Any("bootstrap_admin_password", c.BootstrapAdminPassword),
+		slog.Any("smtp_url", c.SMTPURL),
+		slog.String("mail_from", c.MailFrom),
 	)
 }

@@ -24,6 +24,8 @@ type Accounts interface {
 	Sessions(ctx context.Context, caller identity.Caller) (auth.SessionList, error)
 	RevokeSession(ctx context.Context, caller identity.Caller, id string) error
 	ChangePassword(ctx context.Context, caller identity.Caller, req auth.PasswordChangeRequest) (auth.Session, error)
+	RequestPasswordReset(ctx context.Context, caller identity.Caller, req auth.PasswordResetRequest) error
+	ConfirmPasswordReset(ctx context.Context, req auth.PasswordResetConfirm) error
 	IDPConfig() auth.IDPConfig
 	SetRole(ctx context.Context, caller identity.Caller, targetID, role string) (auth.User, error)
 	LoginRecords(ctx context.Context, caller identity.Caller, q accounts.RecordQuery) (auth.LoginRecords, error)
@@ -49,6 +51,8 @@ func Register(app *fiber.App, keys *identity.Keys, svc Accounts) {
 	g.Post("/sessions/validate", h.validate)
 	g.Get("/sessions", h.sessions)
 	g.Post("/password", h.changePassword)
+	g.Post("/password-reset", h.requestReset)
+	g.Post("/password-reset/confirm", h.confirmReset)
 	g.Delete("/sessions/:id", h.revokeSession)
 	g.Get("/idp-config", h.idpConfig)
 	g.Post("/users/:id/role", h.setRole)
@@ -159,6 +163,28 @@ func (h handlers) changePassword(c *fiber.Ctx) error {
 		return err
 	}
 	return reply(c, fiber.StatusOK, s)
+}
+
+func (h handlers) requestReset(c *fiber.Ctx) error {
+	var req auth.PasswordResetRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := h.svc.RequestPasswordReset(c.UserContext(), identity.CallerOf(c), req); err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusAccepted, fiber.Map{"status": "sent"})
+}
+
+func (h handlers) confirmReset(c *fiber.Ctx) error {
+	var req auth.PasswordResetConfirm
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := h.svc.ConfirmPasswordReset(c.UserContext(), req); err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, fiber.Map{"status": "changed"})
 }
 
 func (h handlers) sessions(c *fiber.Ctx) error {

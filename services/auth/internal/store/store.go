@@ -21,11 +21,13 @@ const (
 	Sessions     = "sessions"
 	LoginRecords = "login_records"
 	APITokens    = "api_tokens"
+	// PasswordResets holds the password-reset tokens mailed out, by the hash of the token.
+	PasswordResets = "password_resets"
 )
 
 // Store is the MongoDB account store; it implements accounts.Store.
 type Store struct {
-	users, sessions, records, tokens *mongo.Collection
+	users, sessions, records, tokens, resets *mongo.Collection
 	// recordRetention is how long a login record is kept: its expires_at is its created_at
 	// plus this.
 	recordRetention time.Duration
@@ -53,7 +55,8 @@ func New(ctx context.Context, db *mongo.Database, recordRetention time.Duration)
 		return nil, err
 	}
 	return &Store{users: db.Collection(Users), sessions: db.Collection(Sessions),
-		records: db.Collection(LoginRecords), tokens: db.Collection(APITokens), recordRetention: recordRetention}, nil
+		records: db.Collection(LoginRecords), tokens: db.Collection(APITokens), resets: db.Collection(PasswordResets),
+		recordRetention: recordRetention}, nil
 }
 
 // ttlIndex is the name of the TTL index on expires_at of sessions, login records and API tokens: the
@@ -101,6 +104,7 @@ func indexes() []mongodb.Index {
 		ix(APITokens, "hash_unique", true, "hash"),
 		ix(APITokens, "user_slot_unique", true, "user_id", "slot"),
 		ttl(APITokens),
+		ttl(PasswordResets),
 	}
 }
 

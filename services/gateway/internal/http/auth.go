@@ -20,6 +20,8 @@ func (h *handlers) registerAuth(api fiber.Router) {
 	g.Post("/logout", h.logout)
 	g.Get("/me", h.Gate.Require(auth.RoleUser, true), h.me)
 	g.Post("/password", h.Gate.Require(auth.RoleUser, false), h.changePassword)
+	g.Post("/password-reset", h.requestReset)
+	g.Post("/password-reset/confirm", h.confirmReset)
 	g.Get("/idp-config", h.idpConfig)
 }
 
@@ -116,6 +118,41 @@ func (h *handlers) changePassword(c *fiber.Ctx) error {
 		return err
 	}
 	h.Gate.SetCookie(c, s.Token, s.ExpiresAt)
+	return c.JSON(fiber.Map{"status": "changed"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// requestReset mails a reset link if an account has the address; the answer is the same
+// either way.
+func (h *handlers) requestReset(c *fiber.Ctx) error {
+	var req auth.PasswordResetRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	ctx, err := h.anonymous(c)
+	if err != nil {
+		return err
+	}
+	if err := h.Auth.RequestPasswordReset(ctx, req); err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"status": "sent"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// confirmReset sets a new password with a mailed token; every session of the account ends,
+// and a cookie the caller had goes with them.
+func (h *handlers) confirmReset(c *fiber.Ctx) error {
+	var req auth.PasswordResetConfirm
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	ctx, err := h.anonymous(c)
+	if err != nil {
+		return err
+	}
+	if err := h.Auth.ConfirmPasswordReset(ctx, req); err != nil {
+		return err
+	}
+	h.Gate.ClearCookie(c)
 	return c.JSON(fiber.Map{"status": "changed"}, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 

@@ -66,6 +66,8 @@ type Auth interface {
 	RevokeToken(ctx context.Context, id string) error
 	Sessions(ctx context.Context) (auth.SessionList, error)
 	ChangePassword(ctx context.Context, req auth.PasswordChangeRequest) (auth.Session, error)
+	RequestPasswordReset(ctx context.Context, req auth.PasswordResetRequest) error
+	ConfirmPasswordReset(ctx context.Context, req auth.PasswordResetConfirm) error
 	RevokeSession(ctx context.Context, id string) error
 }
 

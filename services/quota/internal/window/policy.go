@@ -68,6 +68,9 @@ func Scopes(s Sizes) map[string]Policy {
 		quota.ScopeUserCreate: {Window: s.UserWindow, PerCaller: true},
 		// Abuse reports, keyed by the reporter's identity key whether signed in or not.
 		quota.ScopeReport: {Limit: quota.ReportLimit, Window: quota.ReportWindow, Anonymous: true},
+		// Password-reset requests, per client and per e-mail.
+		quota.ScopeResetClient: {Limit: quota.ResetLimitClient, Window: quota.ResetWindow, Anonymous: true},
+		quota.ScopeResetEmail:  {Limit: quota.ResetLimitEmail, Window: quota.ResetWindow, Anonymous: true},
 		// Requests of an API token, keyed by the token's id.
 		quota.ScopeAPIToken: {Limit: s.TokenRate, Window: quota.TokenWindow, Ephemeral: true},
 	}

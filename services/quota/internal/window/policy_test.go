@@ -22,6 +22,8 @@ func TestScopeTable(t *testing.T) {
 		quota.ScopeLoginIP:          {Limit: 4, Window: 15 * time.Minute, Anonymous: true},
 		quota.ScopeLoginClient:      {Limit: 12, Window: 15 * time.Minute, Anonymous: true},
 		quota.ScopeRegister:         {Limit: 5, Window: time.Hour, Anonymous: true},
+		quota.ScopeResetClient:      {Limit: 10, Window: time.Hour, Anonymous: true},
+		quota.ScopeResetEmail:       {Limit: 3, Window: time.Hour, Anonymous: true},
 		quota.ScopeUserCreate:       {Window: 720 * time.Hour, PerCaller: true},
 		quota.ScopeReport:           {Limit: 20, Window: time.Hour, Anonymous: true},
 		quota.ScopeAPIToken:         {Limit: 600, Window: time.Minute, Ephemeral: true},

@@ -54,7 +54,7 @@ func (t *tokenMemory[V]) put(key string, value V, until time.Time) {
 func signKey(cl claims, audience string, now time.Time) string {
 	var b strings.Builder
 	for _, f := range []string{audience, strconv.FormatInt(now.Unix(), 10), cl.Subject, cl.Role, cl.Status, cl.IPHash,
-		strconv.Itoa(cl.QuotaLimit), cl.UserAgent, cl.TokenID, cl.OnBehalfOf} {
+		strconv.Itoa(cl.QuotaLimit), cl.UserAgent, cl.TokenID, cl.SessionID, strconv.FormatBool(cl.Unverified), cl.OnBehalfOf} {
 		b.WriteString(strconv.Itoa(len(f)))
 		b.WriteByte(':')
 		b.WriteString(f)

@@ -88,6 +88,9 @@ type Caller struct {
 	TokenID string
 	// SessionID is the public id of the session the user signed in with; empty for a token.
 	SessionID string
+	// EmailUnverified marks a signed-in user whose e-mail address is not verified yet: they
+	// may not create links. False for everyone else.
+	EmailUnverified bool
 	// Service names the service acting as itself (Role is RoleService); empty otherwise.
 	Service string
 }
@@ -115,6 +118,7 @@ type claims struct {
 	QuotaLimit int    `json:"ql,omitempty"`
 	TokenID    string `json:"tok,omitempty"`
 	SessionID  string `json:"sid,omitempty"`
+	Unverified bool   `json:"euv,omitempty"`
 	// OnBehalfOf is the token a service received and passes on.
 	OnBehalfOf string `json:"obo,omitempty"`
 	jwt.RegisteredClaims
@@ -122,7 +126,7 @@ type claims struct {
 
 // namesCaller reports whether cl carries any claim about an end user.
 func (cl *claims) namesCaller() bool {
-	return cl.Subject != "" || cl.Role != "" || cl.Status != "" || cl.IPHash != "" || cl.UserAgent != "" || cl.QuotaLimit != 0 || cl.TokenID != "" || cl.SessionID != ""
+	return cl.Subject != "" || cl.Role != "" || cl.Status != "" || cl.IPHash != "" || cl.UserAgent != "" || cl.QuotaLimit != 0 || cl.TokenID != "" || cl.SessionID != "" || cl.Unverified
 }
 
 // Keys signs the tokens of one service and verifies the tokens addressed to it.
@@ -194,7 +198,7 @@ func (k *Keys) SignCaller(c Caller, audience string) (string, error) {
 		return "", fmt.Errorf("sign internal token: inconsistent user %q and role %q", c.UserID, role)
 	}
 	return k.sign(claims{Role: role, Status: c.Status, IPHash: c.IPHash, UserAgent: clipUserAgent(c.UserAgent), QuotaLimit: c.QuotaLimit,
-		TokenID: c.TokenID, SessionID: c.SessionID, RegisteredClaims: jwt.RegisteredClaims{Subject: c.UserID}}, audience)
+		TokenID: c.TokenID, SessionID: c.SessionID, Unverified: c.EmailUnverified, RegisteredClaims: jwt.RegisteredClaims{Subject: c.UserID}}, audience)
 }
 
 // clipUserAgent makes ua valid UTF-8 (each invalid run becomes U+FFFD) and cuts it, on a
@@ -274,7 +278,7 @@ func (k *Keys) verify(token, audience string, depth int) (Caller, time.Time, err
 			return Caller{}, time.Time{}, errors.New("user agent not as the gateway clips it")
 		}
 		return Caller{UserID: cl.Subject, Role: cl.Role, Status: cl.Status, IPHash: cl.IPHash, UserAgent: cl.UserAgent,
-			QuotaLimit: cl.QuotaLimit, TokenID: cl.TokenID, SessionID: cl.SessionID}, cl.ExpiresAt.Time, nil
+			QuotaLimit: cl.QuotaLimit, TokenID: cl.TokenID, SessionID: cl.SessionID, EmailUnverified: cl.Unverified}, cl.ExpiresAt.Time, nil
 	case cl.namesCaller():
 		return Caller{}, time.Time{}, fmt.Errorf("%s cannot name a caller", cl.Issuer)
 	case cl.OnBehalfOf != "":

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -46,7 +47,26 @@ func register(t *testing.T) account {
 	if a.id == "" || a.cookie == "" {
 		t.Fatalf("register gave no id or cookie: %v %v", r.body, r.header)
 	}
+	// As its owner would: open the verification link mailed to the address.
+	a.registered = verifyEmail(t, a.email)
 	return a
+}
+
+var verifyLink = regexp.MustCompile(`/#/verify-email\?token=([A-Za-z0-9_-]+)`)
+
+// verifyEmail opens the newest verification link mailed to email and returns the account.
+func verifyEmail(t *testing.T, email string) map[string]any {
+	t.Helper()
+	m := verifyLink.FindStringSubmatch(mailTo(t, email, "Verify your e-mail address for linkmesh"))
+	if m == nil {
+		t.Fatalf("no verification link mailed to %s", email)
+	}
+	r := do(t, "POST", "/api/auth/verify-email", `{"token":"`+m[1]+`"}`, newClientIP())
+	u, _ := r.object(t)["user"].(map[string]any)
+	if r.status != 200 || u["email_verified"] != true {
+		t.Fatalf("verify %s: %d %s", email, r.status, r.body)
+	}
+	return u
 }
 
 // loginAs signs in with e-mail and password and returns the response and its cookie.

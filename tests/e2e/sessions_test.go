@@ -136,3 +136,41 @@ func TestPasswordResetThroughMail(t *testing.T) {
 		}
 	}
 }
+
+// Through the gateway and the mail server: a new account cannot create links until its
+// owner opens the mailed link; registering its address again answers like a new
+// registration without signing in to it; resending works while unverified, then is a 409.
+func TestEmailVerificationThroughMail(t *testing.T) {
+	accountCounter++
+	email := "verify" + itoa(accountCounter) + "." + dbPrefix + "@example.com"
+	body := `{"email":"` + email + `","password":"s3cret-passphrase","first_name":"Ada","last_name":"Lovelace"}`
+	r := do(t, "POST", "/api/auth/register", body, newClientIP())
+	cookie := sessionCookie(r)
+	if r.status != 201 || r.object(t)["user"].(map[string]any)["email_verified"] != false || cookie == "" {
+		t.Fatalf("register: %d %s", r.status, r.body)
+	}
+	if r := as(t, cookie, "GET", "/api/user/dashboard", ""); r.status != 200 {
+		t.Fatalf("an unverified account's dashboard: %d %s", r.status, r.body)
+	}
+	as(t, cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/unverified"}`).wantError(t, 403, "verify your e-mail address first")
+	as(t, cookie, "POST", "/api/links/bulk", `{"links":[{"url":"https://93.184.216.34/unverified"}]}`).wantError(t, 403, "verify your e-mail address first")
+
+	// Someone registers the address again: the same kind of answer, but no way in.
+	again := do(t, "POST", "/api/auth/register", strings.Replace(body, "s3cret-passphrase", "squatters-pass", 1), newClientIP())
+	if again.status != 201 || again.object(t)["user"].(map[string]any)["email"] != email {
+		t.Fatalf("registering again: %d %s", again.status, again.body)
+	}
+	as(t, sessionCookie(again), "GET", "/api/auth/me", "").wantError(t, 401, "session expired or invalid")
+	r, _ = loginAs(t, email, "squatters-pass", newClientIP())
+	r.wantError(t, 401, "invalid email or password")
+
+	if r := as(t, cookie, "POST", "/api/auth/resend-verification", ""); r.status != 202 {
+		t.Fatalf("resend: %d %s", r.status, r.body)
+	}
+	verifyEmail(t, email)
+	if r := as(t, cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/verified"}`); r.status != 201 {
+		t.Fatalf("shorten once verified: %d %s", r.status, r.body)
+	}
+	as(t, cookie, "POST", "/api/auth/resend-verification", "").wantError(t, 409, "e-mail address is already verified")
+	do(t, "POST", "/api/auth/register", body, newClientIP()).wantError(t, 409, "email is already registered")
+}

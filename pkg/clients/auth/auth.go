@@ -48,6 +48,7 @@ const (
 type User struct {
 	ID            string     `json:"id"`
 	Email         string     `json:"email"`
+	EmailVerified bool       `json:"email_verified"`
 	FirstName     string     `json:"first_name"`
 	LastName      string     `json:"last_name"`
 	Role          string     `json:"role"`
@@ -101,6 +102,22 @@ type PasswordChangeRequest struct {
 func (c *Client) ChangePassword(ctx context.Context, req PasswordChangeRequest) (Session, error) {
 	var s Session
 	return s, c.call(ctx, http.MethodPost, "/internal/auth/password", req, &s)
+}
+
+// VerifyEmailRequest is the body of POST /api/auth/verify-email.
+type VerifyEmailRequest struct {
+	Token string `json:"token"`
+}
+
+// VerifyEmail verifies the address a mailed token was sent to and returns its account.
+func (c *Client) VerifyEmail(ctx context.Context, req VerifyEmailRequest) (User, error) {
+	var out UserResponse
+	return out.User, c.call(ctx, http.MethodPost, "/internal/auth/verify-email", req, &out)
+}
+
+// ResendVerification mails the caller's verification link again.
+func (c *Client) ResendVerification(ctx context.Context) error {
+	return c.call(ctx, http.MethodPost, "/internal/auth/resend-verification", nil, nil)
 }
 
 // PasswordResetRequest is the body of POST /api/auth/password-reset.

@@ -206,6 +206,10 @@ type AutoRenewRequest struct {
 	LinkID string `json:"link_id,omitempty"`
 }
 
+// MsgVerifyEmail is the 403 of a link creation by a signed-in user whose e-mail address is
+// not verified yet.
+const MsgVerifyEmail = "verify your e-mail address first"
+
 // MsgLinkGone is the 409 of a change bound to a link id whose link no longer holds the code.
 const MsgLinkGone = "the link of this request no longer exists"
 

@@ -37,7 +37,10 @@ const (
 	// per ResetWindow, so nobody floods an inbox with reset mail. Every request keeps its
 	// unit.
 	ScopeResetClient = "password_reset_client"
-	ScopeResetEmail  = "password_reset_email"
+	// ScopeVerifyResend counts the verification mails an account asks for again, keyed by
+	// user id: ResendLimit per ResendWindow.
+	ScopeVerifyResend = "verify_resend"
+	ScopeResetEmail   = "password_reset_email"
 	// ScopeUserCreate counts a registered user's link creations per user id, up to the
 	// account's own quota_limit, which every reservation carries.
 	ScopeUserCreate = "user_create"
@@ -50,6 +53,12 @@ const (
 
 // TokenWindow is the window of an API token's request rate, as the contract fixes it.
 const TokenWindow = time.Minute
+
+// The size of the verification resend window, as the contract fixes it.
+const (
+	ResendLimit  = 3
+	ResendWindow = time.Hour
+)
 
 // The sizes of the password-reset windows.
 const (

@@ -74,6 +74,10 @@ func StartBench(ctx context.Context, name string, opts ServicesOptions) (_ *Benc
 	if _, set := opts.Env["LINKMESH_CLICK_BUDGET"]; !set {
 		opts.Env["LINKMESH_CLICK_BUDGET"] = "0"
 	}
+	// And their accounts create links at once, without a mail to open first.
+	if _, set := opts.Env["LINKMESH_EMAIL_VERIFICATION"]; !set {
+		opts.Env["LINKMESH_EMAIL_VERIFICATION"] = "off"
+	}
 	if b.Services, err = StartServices(ctx, opts); err != nil {
 		return nil, err
 	}

@@ -70,6 +70,9 @@ type User struct {
 	// SessionEpoch is raised when all of the account's sessions must end at once (linking
 	// it to an identity provider): a session is valid only while its Epoch equals it.
 	SessionEpoch int64
+	// EmailUnverified marks a password account whose address is not verified yet: it may
+	// sign in, but not create links.
+	EmailUnverified bool
 }
 
 // Session is a stored session. The token itself is never stored, only its hash.
@@ -137,6 +140,8 @@ var (
 	ErrUserNotFound    = errors.New("user not found")
 	ErrSessionNotFound = errors.New("session not found")
 	ErrResetInvalid    = errors.New("password reset invalid, used or expired")
+	// ErrVerificationInvalid is a verification token unknown, used or expired.
+	ErrVerificationInvalid = errors.New("e-mail verification invalid, used or expired")
 )
 
 // Store persists accounts; implemented by internal/store.
@@ -186,6 +191,17 @@ type Store interface {
 	InsertReset(ctx context.Context, hash, userID string, now, expires time.Time) error
 	TakeReset(ctx context.Context, hash string, now time.Time) (string, error)
 	DeleteResetsOf(ctx context.Context, userID string) error
+
+	// InsertVerification keeps an e-mail verification token's hash for userID and email
+	// until expires; TakeVerification removes a valid one and says whose and for which
+	// address it was (ErrVerificationInvalid otherwise).
+	InsertVerification(ctx context.Context, hash, userID, email string, now, expires time.Time) error
+	TakeVerification(ctx context.Context, hash string, now time.Time) (userID, email string, err error)
+	// MarkVerified marks the account verified if it still has email; false if not.
+	MarkVerified(ctx context.Context, userID, email string, now time.Time) (bool, error)
+	// DeleteUnverified deletes the account if it is still unverified and was created
+	// before; false if not.
+	DeleteUnverified(ctx context.Context, userID string, createdBefore time.Time) (bool, error)
 
 	InsertLoginRecord(ctx context.Context, r LoginRecord) error
 	// LoginRecords returns one page of matching records, newest first, and the total.
@@ -246,7 +262,7 @@ func (u User) withStanding(st Standing) User {
 // View is the public form of u at now: no password hash, no idp_uid, derived status.
 func (u User) View(now time.Time) auth.User {
 	return auth.User{
-		ID: u.ID, Email: u.Email, FirstName: u.FirstName, LastName: u.LastName, Role: u.Role,
+		ID: u.ID, Email: u.Email, EmailVerified: !u.EmailUnverified, FirstName: u.FirstName, LastName: u.LastName, Role: u.Role,
 		Status: u.StatusAt(now), AuthProvider: u.AuthProvider, QuotaLimit: u.QuotaLimit,
 		CreatedAt: u.CreatedAt.UTC(), UpdatedAt: u.UpdatedAt.UTC(), LastLoginAt: utc(u.LastLoginAt),
 		TimeoutUntil: utc(u.TimeoutUntil), TimeoutReason: u.TimeoutReason, BanReason: u.BanReason,

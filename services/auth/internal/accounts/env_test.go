@@ -168,7 +168,8 @@ func (e *env) service(t *testing.T, opts ...option) *accounts.Service {
 		t.Fatal(err)
 	}
 	o := accounts.Options{Store: e.store, Tokens: e.store, Quota: e.quota, IDP: idp.New(e.idp), Hasher: h,
-		Audit: e.audit, Links: e.links, SessionTTL: time.Hour, Now: e.clock.Now, Mail: outbox, BaseURL: "https://sho.rt/"}
+		Audit: e.audit, Links: e.links, SessionTTL: time.Hour, Now: e.clock.Now, Mail: outbox, BaseURL: "https://sho.rt/",
+		RequireVerification: true}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -219,3 +220,16 @@ func mustHasher(t *testing.T, memory uint32) *password.Hasher {
 
 // userOf is the user of a validated session.
 func userOf(v auth.Validated, err error) (auth.User, error) { return v.User, err }
+
+// markVerified marks the account of email verified, as its owner's opening the mailed link
+// would: the tests of a taken address need one that is.
+func (e *env) markVerified(t *testing.T, email string) {
+	t.Helper()
+	u, err := e.store.UserByEmail(context.Background(), email)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := e.store.MarkVerified(context.Background(), u.ID, u.Email, e.clock.Now()); err != nil || !ok {
+		t.Fatalf("mark %s verified: %v %v", email, ok, err)
+	}
+}

@@ -2,6 +2,7 @@ package accounts_test
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -130,7 +131,7 @@ func TestPasswordReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := outboxMail(t, e, "ada@example.com")
-	if len(got) != 1 || !strings.HasPrefix(got[0], "Reset your linkmesh password\n") || !strings.Contains(got[0], "30 minutes") {
+	if len(got) != 2 || !strings.HasPrefix(got[0], "Reset your linkmesh password\n") || !strings.Contains(got[0], "30 minutes") {
 		t.Fatalf("reset mail: %v", got)
 	}
 	m := resetLink.FindStringSubmatch(got[0])
@@ -168,3 +169,92 @@ func TestPasswordReset(t *testing.T) {
 	e.quota.limits[quota.ScopeResetEmail] = 2
 	wantErr(t, ask("ada@example.com"), errs.KindTooMany, "too many password reset requests")
 }
+
+var verifyLink = regexp.MustCompile(`https://sho\.rt/#/verify-email\?token=([A-Za-z0-9_-]+)`)
+
+// verifyToken is the token of the newest verification mail to to.
+func verifyToken(t *testing.T, e *env, to string) string {
+	t.Helper()
+	for _, m := range outboxMail(t, e, to) {
+		if strings.HasPrefix(m, "Verify your e-mail address for linkmesh\n") {
+			if v := verifyLink.FindStringSubmatch(m); v != nil {
+				return v[1]
+			}
+		}
+	}
+	t.Fatalf("no verification mail to %s", to)
+	return ""
+}
+
+// A password account starts unverified with a link mailed to it; the link verifies it once.
+// Registering the address again within 24 hours answers like a new registration but signs
+// nobody in and changes nothing, and mails the link again; after 24 hours the unverified
+// account gives the address up. A verified address is a 409. Resending is bounded.
+func TestEmailVerification(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	ada := e.register(t, "ada@example.com")
+	if ada.EmailVerified {
+		t.Fatal("a new password account is verified")
+	}
+	token := verifyToken(t, e, "ada@example.com")
+	_, err := e.svc.VerifyEmail(ctx, auth.VerifyEmailRequest{Token: "made-up"})
+	wantErr(t, err, errs.KindInvalid, "verification link is invalid, used or expired")
+	u, err := e.svc.VerifyEmail(ctx, auth.VerifyEmailRequest{Token: token})
+	if err != nil || !u.EmailVerified || u.ID != ada.ID {
+		t.Fatalf("verify: %+v %v", u, err)
+	}
+	_, err = e.svc.VerifyEmail(ctx, auth.VerifyEmailRequest{Token: token})
+	wantErr(t, err, errs.KindInvalid, "verification link is invalid, used or expired")
+	reg := func(email, pw string) (auth.Session, error) {
+		c := caller("", "")
+		c.IPHash = fmt.Sprintf("%064x", len(pw))
+		return e.svc.Register(ctx, c, auth.RegisterRequest{Email: email, Password: pw, FirstName: "Eve", LastName: "X"})
+	}
+	_, err = reg("ada@example.com", "another-horse")
+	wantErr(t, err, errs.KindConflict, "email is already registered")
+	wantErr(t, e.svc.ResendVerification(ctx, caller(ada.ID, auth.RoleUser)), errs.KindConflict, "e-mail address is already verified")
+
+	// bob registers; eve registers bob's address again within the day.
+	bob := e.register(t, "bob@example.com")
+	again, err := reg("bob@example.com", "eves-password")
+	if err != nil || again.Token == "" || again.User.ID == bob.ID || again.User.Email != "bob@example.com" || again.User.EmailVerified {
+		t.Fatalf("registering an unverified address again: %+v %v", again.User, err)
+	}
+	if _, err := e.svc.Validate(ctx, again.Token); err == nil {
+		t.Fatal("registering an unverified address again signed in to it")
+	}
+	if _, err := e.svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: "bob@example.com", Password: "eves-password"}); err == nil {
+		t.Fatal("registering an unverified address again changed its password")
+	}
+	if n := len(outboxMail(t, e, "bob@example.com")); n != 2 {
+		t.Fatalf("%d mails to bob, want the verification twice", n)
+	}
+	// A day later the unverified account gives its address up.
+	e.clock.Advance(verifyDay + time.Minute)
+	fresh, err := reg("bob@example.com", "eves-password")
+	if err != nil || fresh.User.ID == bob.ID {
+		t.Fatalf("registering a stale unverified address: %+v %v", fresh.User, err)
+	}
+	if _, err := e.store.UserByID(ctx, bob.ID); err == nil {
+		t.Fatal("the stale unverified account is still there")
+	}
+	if _, err := e.svc.Validate(ctx, fresh.Token); err != nil {
+		t.Fatalf("the new registration's session: %v", err)
+	}
+
+	// Resending: three an hour.
+	carol := e.register(t, "carol@example.com")
+	e.quota.limits[quota.ScopeVerifyResend] = 3
+	for range 3 {
+		if err := e.svc.ResendVerification(ctx, caller(carol.ID, auth.RoleUser)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantErr(t, e.svc.ResendVerification(ctx, caller(carol.ID, auth.RoleUser)), errs.KindTooMany, "too many verification mails; try again later")
+	if n := len(outboxMail(t, e, "carol@example.com")); n != 4 {
+		t.Fatalf("%d mails to carol, want 4", n)
+	}
+}
+
+const verifyDay = 24 * time.Hour

@@ -37,6 +37,9 @@ type Options struct {
 	Mail Mailer
 	// BaseURL is the public base the links in mail open (LINKMESH_BASE_URL).
 	BaseURL string
+	// RequireVerification makes new password accounts unverified until their owner opens
+	// the mailed link (LINKMESH_EMAIL_VERIFICATION=required).
+	RequireVerification bool
 	// SessionTTL is how long a session lives.
 	SessionTTL time.Duration
 	// Issuer and ClientID are the identity provider's public settings for IDPConfig.
@@ -67,6 +70,7 @@ type Service struct {
 	links      Links
 	mail       Mailer
 	baseURL    string
+	verify     bool
 	ttl        time.Duration
 	issuer     string
 	clientID   string
@@ -99,7 +103,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 		return nil, fmt.Errorf("hash dummy password: %w", err)
 	}
 	return &Service{store: opts.Store, tokens: opts.Tokens, quota: opts.Quota, idp: opts.IDP, hasher: opts.Hasher,
-		audit: opts.Audit, links: opts.Links, mail: opts.Mail, baseURL: strings.TrimRight(opts.BaseURL, "/"), ttl: opts.SessionTTL, issuer: opts.Issuer, clientID: opts.ClientID, now: millis(opts.Now),
+		audit: opts.Audit, links: opts.Links, mail: opts.Mail, baseURL: strings.TrimRight(opts.BaseURL, "/"), verify: opts.RequireVerification, ttl: opts.SessionTTL, issuer: opts.Issuer, clientID: opts.ClientID, now: millis(opts.Now),
 		log: opts.Logger, dummyHash: dummy, attempts: opts.Attempts}, nil
 }
 
@@ -145,13 +149,17 @@ func (s *Service) register(ctx context.Context, caller identity.Caller, req auth
 	// A hash costs tens of milliseconds and MiBs of memory: a taken e-mail is answered without
 	// one, so repeating a known address is cheap to refuse. The unique index still decides
 	// between registrations racing past this check.
-	switch _, err := s.store.UserByEmail(ctx, reg.Email); {
-	case err == nil && req.IdempotencyKey != "":
-		// Perhaps a concurrent attempt with the same key stored it since the first look.
+	switch held, err := s.store.UserByEmail(ctx, reg.Email); {
+	case err == nil && req.IdempotencyKey != "" && held.ID == id:
+		// A concurrent attempt with the same key stored it since the first look.
 		if sess, found, err := s.replayRegistration(ctx, caller, id, reg); found || err != nil {
 			return sess, found, err
 		}
 		return auth.Session{}, false, emailTaken()
+	case err == nil && held.EmailUnverified:
+		if sess, answered, err := s.unverifiedHolder(ctx, held, reg); answered || err != nil {
+			return sess, false, err
+		}
 	case err == nil:
 		return auth.Session{}, false, emailTaken()
 	case !errors.Is(err, ErrUserNotFound):
@@ -164,7 +172,7 @@ func (s *Service) register(ctx context.Context, caller identity.Caller, req auth
 	now := s.now().UTC()
 	u := User{ID: id, Email: reg.Email, FirstName: reg.FirstName, LastName: reg.LastName,
 		PasswordHash: hash, AuthProvider: auth.ProviderEmail, Role: auth.RoleUser, Status: auth.StatusActive,
-		QuotaLimit: DefaultQuotaLimit, CreatedAt: now, UpdatedAt: now, LastLoginAt: &now}
+		QuotaLimit: DefaultQuotaLimit, CreatedAt: now, UpdatedAt: now, LastLoginAt: &now, EmailUnverified: s.verify}
 	if err := s.store.InsertUser(ctx, u); err != nil {
 		if errors.Is(err, ErrEmailTaken) && req.IdempotencyKey != "" {
 			// A concurrent attempt with the same key may have stored it: answer as a retry.
@@ -176,6 +184,12 @@ func (s *Service) register(ctx context.Context, caller identity.Caller, req auth
 			return auth.Session{}, false, emailTaken()
 		}
 		return auth.Session{}, false, err
+	}
+	if u.EmailUnverified {
+		// The account stands without the mail: its owner can ask for it again.
+		if err := s.sendVerification(ctx, u); err != nil {
+			s.log.WarnContext(ctx, "mail the verification of a new account", "user_id", u.ID, "err", err)
+		}
 	}
 	rec := s.newRecord(caller, MethodPassword, u.Email)
 	rec.Reason = ReasonRegistered

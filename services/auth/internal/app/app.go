@@ -42,7 +42,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		return service.Parts{}, err
 	}
 	svc, err := accounts.New(ctx, accounts.Options{
-		Mail: outbox, BaseURL: cfg.BaseURL,
+		Mail: outbox, BaseURL: cfg.BaseURL, RequireVerification: cfg.EmailVerification == "required",
 		Store: st, Tokens: st, Quota: quota.New(env.Peer(pkgconfig.Quota, cfg.QuotaURL, 3*time.Second)), Hasher: hasher,
 		Audit:      moderation.New(env.Peer(pkgconfig.Moderation, cfg.ModerationURL, 0)),
 		Links:      link.New(env.Peer(pkgconfig.Link, cfg.LinkURL, 0)),

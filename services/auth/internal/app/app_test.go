@@ -49,7 +49,11 @@ func TestRegisterThenSession(t *testing.T) {
 	if err != nil || got.ID != u.ID {
 		t.Fatalf("validate the new session = %+v, %v", got, err)
 	}
-	// Registering the same e-mail, in any case, is a conflict.
+	if u.EmailVerified {
+		t.Fatal("a new password account is verified")
+	}
+	// Registering the same verified e-mail, in any case, is a conflict.
+	s.setUser(t, u.ID, bson.D{{Key: "email_unverified", Value: false}})
 	_, err = s.client.Register(s.anon(t), auth.RegisterRequest{Email: "ADA@example.com", Password: "other-horse", FirstName: "A", LastName: "B"})
 	wantErr(t, err, errs.KindConflict, "email is already registered")
 	doc := s.userDoc(t, bson.D{{Key: "email", Value: "ada@example.com"}})

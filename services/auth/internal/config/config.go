@@ -51,6 +51,9 @@ type Config struct {
 	// SMTPURL is the mail server the outbox sends through (smtp:// or smtps://, credentials
 	// in the URL); unset, mail is kept in the outbox and sent once one is configured.
 	SMTPURL config.Secret `env:"LINKMESH_SMTP_URL"`
+	// EmailVerification is "required" (new password accounts verify their address by a
+	// mailed link before they create links) or "off" (new accounts count as verified).
+	EmailVerification string `env:"LINKMESH_EMAIL_VERIFICATION" envDefault:"required"`
 	// MailFrom is the sender of every mail.
 	MailFrom string `env:"LINKMESH_MAIL_FROM" envDefault:"linkmesh <no-reply@localhost>"`
 }
@@ -76,6 +79,9 @@ func (c *Config) Validate() error {
 		if check != nil {
 			return check
 		}
+	}
+	if c.EmailVerification != "required" && c.EmailVerification != "off" {
+		return errors.New("LINKMESH_EMAIL_VERIFICATION must be required or off")
 	}
 	if err := c.validateBootstrap(); err != nil {
 		return err
@@ -114,5 +120,6 @@ func (c *Config) LogValue() slog.Value {
 		slog.Any("bootstrap_admin_password", c.BootstrapAdminPassword),
 		slog.Any("smtp_url", c.SMTPURL),
 		slog.String("mail_from", c.MailFrom),
+		slog.String("email_verification", c.EmailVerification),
 	)
 }

@@ -25,6 +25,8 @@ type Accounts interface {
 	RevokeSession(ctx context.Context, caller identity.Caller, id string) error
 	ChangePassword(ctx context.Context, caller identity.Caller, req auth.PasswordChangeRequest) (auth.Session, error)
 	RequestPasswordReset(ctx context.Context, caller identity.Caller, req auth.PasswordResetRequest) error
+	VerifyEmail(ctx context.Context, req auth.VerifyEmailRequest) (auth.User, error)
+	ResendVerification(ctx context.Context, caller identity.Caller) error
 	ConfirmPasswordReset(ctx context.Context, req auth.PasswordResetConfirm) error
 	IDPConfig() auth.IDPConfig
 	SetRole(ctx context.Context, caller identity.Caller, targetID, role string) (auth.User, error)
@@ -52,6 +54,8 @@ func Register(app *fiber.App, keys *identity.Keys, svc Accounts) {
 	g.Get("/sessions", h.sessions)
 	g.Post("/password", h.changePassword)
 	g.Post("/password-reset", h.requestReset)
+	g.Post("/verify-email", h.verifyEmail)
+	g.Post("/resend-verification", h.resendVerification)
 	g.Post("/password-reset/confirm", h.confirmReset)
 	g.Delete("/sessions/:id", h.revokeSession)
 	g.Get("/idp-config", h.idpConfig)
@@ -163,6 +167,25 @@ func (h handlers) changePassword(c *fiber.Ctx) error {
 		return err
 	}
 	return reply(c, fiber.StatusOK, s)
+}
+
+func (h handlers) verifyEmail(c *fiber.Ctx) error {
+	var req auth.VerifyEmailRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	u, err := h.svc.VerifyEmail(c.UserContext(), req)
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, auth.UserResponse{User: u})
+}
+
+func (h handlers) resendVerification(c *fiber.Ctx) error {
+	if err := h.svc.ResendVerification(c.UserContext(), identity.CallerOf(c)); err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusAccepted, fiber.Map{"status": "sent"})
 }
 
 func (h handlers) requestReset(c *fiber.Ctx) error {

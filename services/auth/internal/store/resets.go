@@ -52,3 +52,60 @@ func (s *Store) DeleteResetsOf(ctx context.Context, userID string) error {
 	}
 	return nil
 }
+
+// verificationDoc is an e-mail verification token mailed out, found by its hash, for the
+// address it was sent to; the TTL index removes it once expires_at has passed.
+type verificationDoc struct {
+	Hash      string    `bson:"_id"`
+	UserID    string    `bson:"user_id"`
+	Email     string    `bson:"email"`
+	CreatedAt time.Time `bson:"created_at"`
+	ExpiresAt time.Time `bson:"expires_at"`
+}
+
+// InsertVerification stores a verification token's hash for userID's address email.
+func (s *Store) InsertVerification(ctx context.Context, hash, userID, email string, now, expires time.Time) error {
+	_, err := s.verifications.InsertOne(ctx, verificationDoc{Hash: hash, UserID: userID, Email: email, CreatedAt: now, ExpiresAt: expires})
+	if err != nil {
+		return fmt.Errorf("insert e-mail verification: %w", err)
+	}
+	return nil
+}
+
+// TakeVerification removes the verification token with hash, if still valid at now, and
+// returns whose and for which address it was; accounts.ErrVerificationInvalid otherwise.
+func (s *Store) TakeVerification(ctx context.Context, hash string, now time.Time) (string, string, error) {
+	var d verificationDoc
+	err := s.verifications.FindOneAndDelete(ctx, bson.D{{Key: "_id", Value: hash}, {Key: "expires_at", Value: bson.D{{Key: "$gt", Value: now}}}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return "", "", accounts.ErrVerificationInvalid
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("take e-mail verification: %w", err)
+	}
+	return d.UserID, d.Email, nil
+}
+
+// MarkVerified removes the account's unverified mark, if its address is still email.
+func (s *Store) MarkVerified(ctx context.Context, userID, email string, now time.Time) (bool, error) {
+	return s.updateOne(ctx, "mark e-mail verified", append(byID(userID), bson.E{Key: "email", Value: email}),
+		bson.D{{Key: "$unset", Value: bson.D{{Key: "email_unverified", Value: ""}}}, {Key: "$set", Value: bson.D{{Key: "updated_at", Value: now}}}})
+}
+
+// DeleteUnverified deletes the account if it is still unverified and was created before
+// createdBefore (a stale registration whose address another registration takes), with its
+// sessions; false when it is not such an account.
+func (s *Store) DeleteUnverified(ctx context.Context, userID string, createdBefore time.Time) (bool, error) {
+	res, err := s.users.DeleteOne(ctx, append(byID(userID), bson.E{Key: "email_unverified", Value: true},
+		bson.E{Key: "created_at", Value: bson.D{{Key: "$lt", Value: createdBefore}}}))
+	if err != nil {
+		return false, fmt.Errorf("delete unverified account: %w", err)
+	}
+	if res.DeletedCount == 0 {
+		return false, nil
+	}
+	if _, err := s.DeleteSessionsByUser(ctx, userID); err != nil {
+		return true, err
+	}
+	return true, nil
+}

@@ -23,11 +23,13 @@ const (
 	APITokens    = "api_tokens"
 	// PasswordResets holds the password-reset tokens mailed out, by the hash of the token.
 	PasswordResets = "password_resets"
+	// EmailVerifications holds the verification tokens mailed out, by the hash of the token.
+	EmailVerifications = "email_verifications"
 )
 
 // Store is the MongoDB account store; it implements accounts.Store.
 type Store struct {
-	users, sessions, records, tokens, resets *mongo.Collection
+	users, sessions, records, tokens, resets, verifications *mongo.Collection
 	// recordRetention is how long a login record is kept: its expires_at is its created_at
 	// plus this.
 	recordRetention time.Duration
@@ -56,6 +58,7 @@ func New(ctx context.Context, db *mongo.Database, recordRetention time.Duration)
 	}
 	return &Store{users: db.Collection(Users), sessions: db.Collection(Sessions),
 		records: db.Collection(LoginRecords), tokens: db.Collection(APITokens), resets: db.Collection(PasswordResets),
+		verifications:   db.Collection(EmailVerifications),
 		recordRetention: recordRetention}, nil
 }
 
@@ -105,6 +108,7 @@ func indexes() []mongodb.Index {
 		ix(APITokens, "user_slot_unique", true, "user_id", "slot"),
 		ttl(APITokens),
 		ttl(PasswordResets),
+		ttl(EmailVerifications),
 	}
 }
 

@@ -34,6 +34,9 @@ type userDoc struct {
 	LastLoginAt   *time.Time `bson:"last_login_at,omitempty"`
 	// SessionEpoch is absent (0) until the account's sessions are first ended at once.
 	SessionEpoch int64 `bson:"session_epoch,omitempty"`
+	// EmailUnverified is present (true) only until the address is verified: accounts from
+	// before verification existed count as verified.
+	EmailUnverified bool `bson:"email_unverified,omitempty"`
 }
 
 // InsertUser stores u; accounts.ErrEmailTaken when the e-mail exists.

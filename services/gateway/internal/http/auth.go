@@ -21,6 +21,8 @@ func (h *handlers) registerAuth(api fiber.Router) {
 	g.Get("/me", h.Gate.Require(auth.RoleUser, true), h.me)
 	g.Post("/password", h.Gate.Require(auth.RoleUser, false), h.changePassword)
 	g.Post("/password-reset", h.requestReset)
+	g.Post("/verify-email", h.verifyEmail)
+	g.Post("/resend-verification", h.Gate.Require(auth.RoleUser, false), h.resendVerification)
 	g.Post("/password-reset/confirm", h.confirmReset)
 	g.Get("/idp-config", h.idpConfig)
 }
@@ -119,6 +121,31 @@ func (h *handlers) changePassword(c *fiber.Ctx) error {
 	}
 	h.Gate.SetCookie(c, s.Token, s.ExpiresAt)
 	return c.JSON(fiber.Map{"status": "changed"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// verifyEmail verifies the address a mailed token was sent to.
+func (h *handlers) verifyEmail(c *fiber.Ctx) error {
+	var req auth.VerifyEmailRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	ctx, err := h.anonymous(c)
+	if err != nil {
+		return err
+	}
+	u, err := h.Auth.VerifyEmail(ctx, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(auth.UserResponse{User: u}, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// resendVerification mails the signed-in caller's verification link again.
+func (h *handlers) resendVerification(c *fiber.Ctx) error {
+	if err := h.Auth.ResendVerification(c.UserContext()); err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"status": "sent"}, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
 // requestReset mails a reset link if an account has the address; the answer is the same

@@ -67,6 +67,8 @@ type Auth interface {
 	Sessions(ctx context.Context) (auth.SessionList, error)
 	ChangePassword(ctx context.Context, req auth.PasswordChangeRequest) (auth.Session, error)
 	RequestPasswordReset(ctx context.Context, req auth.PasswordResetRequest) error
+	VerifyEmail(ctx context.Context, req auth.VerifyEmailRequest) (auth.User, error)
+	ResendVerification(ctx context.Context) error
 	ConfirmPasswordReset(ctx context.Context, req auth.PasswordResetConfirm) error
 	RevokeSession(ctx context.Context, id string) error
 }

@@ -187,7 +187,7 @@ func (g *Gate) admitToken(c *fiber.Ctx, secret string, r Rule) error {
 		return errs.Forbidden("%s role required", minRole)
 	}
 	ctx, err = g.As(c, identity.Caller{UserID: user.ID, Role: user.Role, Status: user.Status, QuotaLimit: user.QuotaLimit,
-		TokenID: ta.TokenID})
+		TokenID: ta.TokenID, EmailUnverified: !user.EmailVerified})
 	if err != nil {
 		return err
 	}
@@ -218,7 +218,7 @@ func (g *Gate) admit(c *fiber.Ctx, token, minRole string, allowRestricted bool) 
 		return errs.Forbidden("%s role required", minRole)
 	}
 	ctx, err = g.As(c, identity.Caller{UserID: user.ID, Role: user.Role, Status: user.Status, QuotaLimit: user.QuotaLimit,
-		SessionID: v.SessionID})
+		SessionID: v.SessionID, EmailUnverified: !user.EmailVerified})
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,9 @@ func (s *Service) Bulk(ctx context.Context, caller identity.Caller, req link.Bul
 	if caller.IsAnonymous() {
 		return link.BulkResponse{}, errs.Forbidden("bulk creation requires an account")
 	}
+	if caller.EmailUnverified {
+		return link.BulkResponse{}, errs.Forbidden(link.MsgVerifyEmail)
+	}
 	if req.Links == nil || len(*req.Links) < 1 || len(*req.Links) > link.MaxBulk {
 		return link.BulkResponse{}, errs.Invalid("links must hold between 1 and %d items", link.MaxBulk)
 	}

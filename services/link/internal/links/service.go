@@ -131,6 +131,9 @@ func (s *Service) CreateReporting(ctx context.Context, caller identity.Caller, r
 // newLink checks the request's own fields for caller and returns the link to store, without
 // its code unless custom; the destination is checked later, after the quota.
 func (s *Service) newLink(caller identity.Caller, req link.CreateRequest) (Link, error) {
+	if caller.EmailUnverified {
+		return Link{}, errs.Forbidden(link.MsgVerifyEmail)
+	}
 	days, err := expirationDays(caller, req.ExpirationDays)
 	if err != nil {
 		return Link{}, err

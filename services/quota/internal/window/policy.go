@@ -71,6 +71,8 @@ func Scopes(s Sizes) map[string]Policy {
 		// Password-reset requests, per client and per e-mail.
 		quota.ScopeResetClient: {Limit: quota.ResetLimitClient, Window: quota.ResetWindow, Anonymous: true},
 		quota.ScopeResetEmail:  {Limit: quota.ResetLimitEmail, Window: quota.ResetWindow, Anonymous: true},
+		// Verification mails asked for again, per account.
+		quota.ScopeVerifyResend: {Limit: quota.ResendLimit, Window: quota.ResendWindow},
 		// Requests of an API token, keyed by the token's id.
 		quota.ScopeAPIToken: {Limit: s.TokenRate, Window: quota.TokenWindow, Ephemeral: true},
 	}

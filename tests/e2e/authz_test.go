@@ -35,6 +35,7 @@ var protectedRoutes = []protectedRoute{
 	{"GET", "/api/user/tokens", "", "user", 200},
 	{"DELETE", "/api/user/tokens/t1", "", "user", 404},
 	{"GET", "/api/user/sessions", "", "user", 200},
+	{"GET", "/api/user/export", "", "user", 200},
 	{"DELETE", "/api/user/sessions/s1", "", "user", 404},
 	{"GET", "/api/admin/overview", "", "moderator", 200},
 	{"GET", "/api/admin/users", "", "moderator", 200},

@@ -174,3 +174,64 @@ func TestEmailVerificationThroughMail(t *testing.T) {
 	as(t, cookie, "POST", "/api/auth/resend-verification", "").wantError(t, 409, "e-mail address is already verified")
 	do(t, "POST", "/api/auth/register", body, newClientIP()).wantError(t, 409, "email is already registered")
 }
+
+// The data export through the gateway: the account, each link with its analytics, the
+// tokens' and sessions' metadata, field by field; never a secret, a hash or an address.
+func TestAccountExport(t *testing.T) {
+	a := register(t)
+	r := as(t, a.cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/export"}`)
+	code, _ := r.object(t)["short_code"].(string)
+	if r.status != 201 {
+		t.Fatalf("shorten: %d %s", r.status, r.body)
+	}
+	visitor := newClientIP()
+	if v := doWith(t, "GET", "/"+code, "", map[string]string{"X-Forwarded-For": visitor, "User-Agent": firefoxLinux}); v.status != 302 {
+		t.Fatalf("visit: %d", v.status)
+	}
+	secret, _ := createToken(t, a.cookie, "exported", "links:read")
+	var ex map[string]any
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r = as(t, a.cookie, "GET", "/api/user/export", "")
+		if r.status != 200 {
+			t.Fatalf("export: %d %s", r.status, r.body)
+		}
+		ex = r.object(t)
+		links, _ := ex["links"].([]any)
+		if len(links) == 1 && links[0].(map[string]any)["analytics"].(map[string]any)["total_clicks"] == float64(1) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if cd := r.header.Get("Content-Disposition"); !strings.HasPrefix(cd, `attachment; filename="linkmesh-export-`) {
+		t.Fatalf("Content-Disposition %q", cd)
+	}
+	if len(ex) != 5 || ex["exported_at"] == nil {
+		t.Fatalf("export keys: %v", ex)
+	}
+	account := ex["account"].(map[string]any)
+	if account["id"] != a.id || account["email"] != a.email || account["email_verified"] != true || account["first_name"] != "Ada" {
+		t.Fatalf("account: %v", account)
+	}
+	links := ex["links"].([]any)
+	l := links[0].(map[string]any)
+	link, stats := l["link"].(map[string]any), l["analytics"].(map[string]any)
+	if link["short_code"] != code || link["destination_url"] != "https://93.184.216.34/export" || link["click_count"] != float64(1) ||
+		stats["short_code"] != code || stats["total_clicks"] != float64(1) || len(stats["timeseries"].([]any)) != 365 {
+		t.Fatalf("link %v, analytics %v", link, stats)
+	}
+	tokens := ex["tokens"].([]any)
+	if len(tokens) != 1 || tokens[0].(map[string]any)["name"] != "exported" {
+		t.Fatalf("tokens: %v", tokens)
+	}
+	sessions := ex["sessions"].([]any)
+	if len(sessions) != 1 || sessions[0].(map[string]any)["current"] != true {
+		t.Fatalf("sessions: %v", sessions)
+	}
+	for _, leak := range []string{secret, a.cookie, a.password, visitor, "$argon2id", "password_hash"} {
+		if strings.Contains(string(r.body), leak) {
+			t.Fatalf("the export holds %q", leak)
+		}
+	}
+	withToken(t, secret, "", "GET", "/api/user/export", "").wantError(t, 403, "API tokens are not accepted on this route")
+}

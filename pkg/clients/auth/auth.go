@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/httpclient"
 )
 
@@ -102,6 +103,23 @@ type PasswordChangeRequest struct {
 func (c *Client) ChangePassword(ctx context.Context, req PasswordChangeRequest) (Session, error) {
 	var s Session
 	return s, c.call(ctx, http.MethodPost, "/internal/auth/password", req, &s)
+}
+
+// AccountExport is GET /api/user/export: what the service keeps of the caller, in one JSON
+// document: the account, its live links with their analytics, its API tokens' and sessions'
+// metadata (never a secret).
+type AccountExport struct {
+	ExportedAt time.Time           `json:"exported_at"`
+	Account    User                `json:"account"`
+	Links      []link.ExportedLink `json:"links"`
+	Tokens     []Token             `json:"tokens"`
+	Sessions   []SessionInfo       `json:"sessions"`
+}
+
+// Export returns the caller's data export.
+func (c *Client) Export(ctx context.Context) (AccountExport, error) {
+	var out AccountExport
+	return out, c.call(ctx, http.MethodGet, "/internal/auth/export", nil, &out)
 }
 
 // VerifyEmailRequest is the body of POST /api/auth/verify-email.

@@ -206,6 +206,26 @@ type AutoRenewRequest struct {
 	LinkID string `json:"link_id,omitempty"`
 }
 
+// Export is the links part of an account's data export: every live link of the owner with
+// its analytics.
+type Export struct {
+	Links []ExportedLink `json:"links"`
+}
+
+// ExportedLink is one link of an export: the owner's view and its analytics over the longest
+// range kept.
+type ExportedLink struct {
+	Link      Link                    `json:"link"`
+	Analytics analytics.LinkAnalytics `json:"analytics"`
+}
+
+// Export returns every live link of the caller with its analytics.
+func (c *Client) Export(ctx context.Context) (Export, error) {
+	var out Export
+	err := c.hc.Do(ctx, httpclient.Request{Method: http.MethodGet, Path: "/internal/links/export"}, &out)
+	return out, err
+}
+
 // MsgVerifyEmail is the 403 of a link creation by a signed-in user whose e-mail address is
 // not verified yet.
 const MsgVerifyEmail = "verify your e-mail address first"

@@ -232,6 +232,9 @@ type AuditLog interface {
 type Links interface {
 	// DisableOwner disables the owner's enabled links and says how many it switched off.
 	DisableOwner(ctx context.Context, ownerID string, req link.DisableRequest) (int64, error)
+	// Export returns the caller's live links with their analytics (the caller travels in
+	// ctx's internal token).
+	Export(ctx context.Context) (link.Export, error)
 }
 
 // PasswordHasher hashes and checks passwords; implemented by *password.Hasher.

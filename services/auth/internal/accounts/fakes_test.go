@@ -155,3 +155,12 @@ func (l *fakeLinks) all() []disableCall {
 }
 
 var errAuditDown = errors.New("moderation service unavailable")
+
+// Export answers the links part of an export: one link of the caller's, named by the
+// internal token ctx carries.
+func (l *fakeLinks) Export(ctx context.Context) (link.Export, error) {
+	if l.fail != nil {
+		return link.Export{}, l.fail
+	}
+	return link.Export{Links: []link.ExportedLink{{Link: link.Link{ID: "l1", ShortCode: "abc1234", DestinationURL: "https://a.example"}}}}, nil
+}

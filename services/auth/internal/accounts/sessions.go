@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"context"
+	"errors"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/errs"
@@ -66,4 +67,36 @@ func (s *Service) RevokeSession(ctx context.Context, caller identity.Caller, id 
 	}
 	_, err = s.store.DeleteSessions(ctx, caller.UserID, hashes)
 	return err
+}
+
+// Export is everything the service keeps of the caller, to take away: the account, its live
+// links with their analytics (from the link service, on the caller's behalf), its API
+// tokens' and sessions' metadata. Never a password hash, a token or an address. From a
+// signed-in session only.
+func (s *Service) Export(ctx context.Context, caller identity.Caller) (auth.AccountExport, error) {
+	if err := signedInSession(caller); err != nil {
+		return auth.AccountExport{}, err
+	}
+	now := s.now()
+	u, err := s.store.UserByID(ctx, caller.UserID)
+	if errors.Is(err, ErrUserNotFound) {
+		return auth.AccountExport{}, sessionInvalid()
+	}
+	if err != nil {
+		return auth.AccountExport{}, err
+	}
+	tokens, err := s.Tokens(ctx, caller)
+	if err != nil {
+		return auth.AccountExport{}, err
+	}
+	sessions, err := s.Sessions(ctx, caller)
+	if err != nil {
+		return auth.AccountExport{}, err
+	}
+	links, err := s.links.Export(ctx)
+	if err != nil {
+		return auth.AccountExport{}, err
+	}
+	return auth.AccountExport{ExportedAt: now.UTC(), Account: u.View(now), Links: links.Links,
+		Tokens: tokens.Tokens, Sessions: sessions.Sessions}, nil
 }

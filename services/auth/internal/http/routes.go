@@ -26,6 +26,7 @@ type Accounts interface {
 	ChangePassword(ctx context.Context, caller identity.Caller, req auth.PasswordChangeRequest) (auth.Session, error)
 	RequestPasswordReset(ctx context.Context, caller identity.Caller, req auth.PasswordResetRequest) error
 	VerifyEmail(ctx context.Context, req auth.VerifyEmailRequest) (auth.User, error)
+	Export(ctx context.Context, caller identity.Caller) (auth.AccountExport, error)
 	ResendVerification(ctx context.Context, caller identity.Caller) error
 	ConfirmPasswordReset(ctx context.Context, req auth.PasswordResetConfirm) error
 	IDPConfig() auth.IDPConfig
@@ -52,6 +53,7 @@ func Register(app *fiber.App, keys *identity.Keys, svc Accounts) {
 	g.Post("/logout", h.logout)
 	g.Post("/sessions/validate", h.validate)
 	g.Get("/sessions", h.sessions)
+	g.Get("/export", h.export)
 	g.Post("/password", h.changePassword)
 	g.Post("/password-reset", h.requestReset)
 	g.Post("/verify-email", h.verifyEmail)
@@ -208,6 +210,14 @@ func (h handlers) confirmReset(c *fiber.Ctx) error {
 		return err
 	}
 	return reply(c, fiber.StatusOK, fiber.Map{"status": "changed"})
+}
+
+func (h handlers) export(c *fiber.Ctx) error {
+	out, err := h.svc.Export(c.UserContext(), identity.CallerOf(c))
+	if err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, out)
 }
 
 func (h handlers) sessions(c *fiber.Ctx) error {

@@ -48,6 +48,7 @@ func (h *handlers) gatedRoutes() []route {
 		{"GET", "/user/webhooks/:id/deliveries", user, hooks, h.deliveries},
 
 		{"GET", "/user/sessions", user, none, h.sessions},
+		{"GET", "/user/export", user, none, h.exportAccount},
 		{"DELETE", "/user/sessions/:id", user, none, h.revokeSession},
 
 		{"POST", "/user/tokens", user, none, h.createToken},

@@ -65,6 +65,7 @@ type Auth interface {
 	Tokens(ctx context.Context) (auth.TokenList, error)
 	RevokeToken(ctx context.Context, id string) error
 	Sessions(ctx context.Context) (auth.SessionList, error)
+	Export(ctx context.Context) (auth.AccountExport, error)
 	ChangePassword(ctx context.Context, req auth.PasswordChangeRequest) (auth.Session, error)
 	RequestPasswordReset(ctx context.Context, req auth.PasswordResetRequest) error
 	VerifyEmail(ctx context.Context, req auth.VerifyEmailRequest) (auth.User, error)

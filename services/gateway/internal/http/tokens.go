@@ -48,3 +48,14 @@ func (h *handlers) revokeSession(c *fiber.Ctx) error {
 	}
 	return c.JSON(fiber.Map{"status": "revoked"}, fiber.MIMEApplicationJSONCharsetUTF8)
 }
+
+// exportAccount answers the caller's data export as a JSON file to save.
+func (h *handlers) exportAccount(c *fiber.Ctx) error {
+	out, err := h.Auth.Export(c.UserContext())
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentDisposition, `attachment; filename="linkmesh-export-`+out.ExportedAt.Format("2006-01-02")+`.json"`)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
+}

@@ -22,6 +22,7 @@ func Register(app *fiber.App, keys *identity.Keys, svc *links.Service, hooks *we
 	g.Post("/bulk", h.bulk)
 	g.Get("/", h.mine)
 	g.Get("/dashboard", h.dashboard)
+	g.Get("/export", h.export)
 	g.Get("/:code/resolve", h.resolve)
 	g.Get("/:code/info", h.info)
 	g.Post("/:code/renew", h.renew)
@@ -198,6 +199,14 @@ func (h handlers) dashboard(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(d, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+func (h handlers) export(c *fiber.Ctx) error {
+	out, err := h.svc.Export(c.UserContext(), identity.CallerOf(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
 func (h handlers) owned(c *fiber.Ctx) error {

@@ -36,6 +36,8 @@ var protectedRoutes = []protectedRoute{
 	{"DELETE", "/api/user/tokens/t1", "", "user", 404},
 	{"GET", "/api/user/sessions", "", "user", 200},
 	{"GET", "/api/user/export", "", "user", 200},
+	// Without a password: allowed callers meet the 400, and nobody's account goes.
+	{"DELETE", "/api/user/account", "{}", "user", 400},
 	{"DELETE", "/api/user/sessions/s1", "", "user", 404},
 	{"GET", "/api/admin/overview", "", "moderator", 200},
 	{"GET", "/api/admin/users", "", "moderator", 200},

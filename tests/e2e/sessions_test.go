@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -234,4 +235,55 @@ func TestAccountExport(t *testing.T) {
 		}
 	}
 	withToken(t, secret, "", "GET", "/api/user/export", "").wantError(t, 403, "API tokens are not accepted on this route")
+}
+
+// Deleting an account: the password is asked (a wrong one is 401); then the account, its
+// sessions, tokens, links (each 404 at once) with their clicks, and its webhooks are gone,
+// and a scan of every collection of every service finds nothing of the person: not the
+// e-mail, the names, the User-Agent or the links' destinations.
+func TestDeleteAccountLeavesNothing(t *testing.T) {
+	accountCounter++
+	tag := itoa(accountCounter) + dbPrefix[len(dbPrefix)-6:]
+	email, first, last := "leaver"+tag+"@example.com", "Firstname"+tag, "Lastname"+tag
+	ua, ip := "LeaverBrowser/"+tag, newClientIP()
+	headers := map[string]string{"X-Forwarded-For": ip, "User-Agent": ua}
+	r := doWith(t, "POST", "/api/auth/register", `{"email":"`+email+`","password":"s3cret-passphrase","first_name":"`+first+`","last_name":"`+last+`"}`, headers)
+	cookie := sessionCookie(r)
+	if r.status != 201 {
+		t.Fatalf("register: %d %s", r.status, r.body)
+	}
+	verifyEmail(t, email)
+	// A failed login and a successful one: login records of the address.
+	loginAs(t, email, "wrong-password", ip)
+	if r := doWith(t, "POST", "/api/auth/login", `{"email":"`+email+`","password":"s3cret-passphrase"}`, headers); r.status != 200 {
+		t.Fatalf("login: %d %s", r.status, r.body)
+	}
+	h := map[string]string{"Cookie": "go_session=" + cookie, "X-Forwarded-For": ip, "User-Agent": ua}
+	dest := "https://93.184.216.34/leaving-" + tag
+	r = doWith(t, "POST", "/api/links/shorten", `{"url":"`+dest+`"}`, h)
+	code, _ := r.object(t)["short_code"].(string)
+	if r.status != 201 {
+		t.Fatalf("shorten: %d %s", r.status, r.body)
+	}
+	if v := doWith(t, "GET", "/"+code, "", map[string]string{"X-Forwarded-For": newClientIP(), "User-Agent": firefoxLinux}); v.status != 302 {
+		t.Fatalf("visit: %d", v.status)
+	}
+	createToken(t, cookie, "leaving", "links:read")
+	if r := doWith(t, "POST", "/api/user/webhooks", `{"url":"https://93.184.216.34/hook-`+tag+`","events":["link.created"]}`, h); r.status != 201 {
+		t.Fatalf("webhook: %d %s", r.status, r.body)
+	}
+	time.Sleep(2 * time.Second) // the click reaches the analytics store
+
+	doWith(t, "DELETE", "/api/user/account", `{"password":"wrong-one"}`, h).wantError(t, 401, "password is wrong")
+	doWith(t, "DELETE", "/api/user/account", `{}`, h).wantError(t, 400, "password is required")
+	r = doWith(t, "DELETE", "/api/user/account", `{"password":"s3cret-passphrase"}`, h)
+	if r.status != 200 || r.object(t)["status"] != "deleted" || !strings.Contains(r.header.Get("Set-Cookie"), "go_session=;") {
+		t.Fatalf("delete: %d %s %v", r.status, r.body, r.header.Get("Set-Cookie"))
+	}
+	as(t, cookie, "GET", "/api/auth/me", "").wantError(t, 401, "session expired or invalid")
+	eventually(t, code, 404)
+	do(t, "GET", "/api/links/"+code+"/info", "", "").wantError(t, 404, "short link not found")
+	if err := scanStores(context.Background(), []string{email, first, last, ua, dest, "hook-" + tag}, false); err != nil {
+		t.Fatal(err)
+	}
 }

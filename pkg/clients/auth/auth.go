@@ -122,6 +122,16 @@ func (c *Client) Export(ctx context.Context) (AccountExport, error) {
 	return out, c.call(ctx, http.MethodGet, "/internal/auth/export", nil, &out)
 }
 
+// DeleteAccountRequest is the body of DELETE /api/user/account.
+type DeleteAccountRequest struct {
+	Password string `json:"password"`
+}
+
+// DeleteAccount deletes the caller's account and everything of it.
+func (c *Client) DeleteAccount(ctx context.Context, req DeleteAccountRequest) error {
+	return c.call(ctx, http.MethodDelete, "/internal/auth/account", req, nil)
+}
+
 // VerifyEmailRequest is the body of POST /api/auth/verify-email.
 type VerifyEmailRequest struct {
 	Token string `json:"token"`

@@ -226,6 +226,12 @@ func (c *Client) Export(ctx context.Context) (Export, error) {
 	return out, err
 }
 
+// DeleteAll deletes every link of the caller for good (purged with their clicks) and every
+// webhook of theirs: their account is going. Calling it again finishes what is left.
+func (c *Client) DeleteAll(ctx context.Context) error {
+	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodDelete, Path: "/internal/links/owners/me", Idempotent: true}, nil)
+}
+
 // MsgVerifyEmail is the 403 of a link creation by a signed-in user whose e-mail address is
 // not verified yet.
 const MsgVerifyEmail = "verify your e-mail address first"

@@ -197,6 +197,12 @@ type Store interface {
 	// address it was (ErrVerificationInvalid otherwise).
 	InsertVerification(ctx context.Context, hash, userID, email string, now, expires time.Time) error
 	TakeVerification(ctx context.Context, hash string, now time.Time) (userID, email string, err error)
+	// ForgetAccount removes what the account leaves besides its document, for good: its
+	// API tokens, sessions, reset and verification links; and makes its login records keep
+	// only the keyed hash of the address they came from (no e-mail, no User-Agent).
+	ForgetAccount(ctx context.Context, userID, email string) error
+	// DeleteUser deletes the account's document; deleting a missing one is no error.
+	DeleteUser(ctx context.Context, userID string) error
 	// MarkVerified marks the account verified if it still has email; false if not.
 	MarkVerified(ctx context.Context, userID, email string, now time.Time) (bool, error)
 	// DeleteUnverified deletes the account if it is still unverified and was created
@@ -212,6 +218,8 @@ type Store interface {
 // *mail.Outbox.
 type Mailer interface {
 	Enqueue(ctx context.Context, id string, m mail.Message) error
+	// Forget drops the mail not yet sent to an address (its account is gone).
+	Forget(ctx context.Context, to string) error
 }
 
 // Quota is the quota service's typed client (pkg/clients/quota).
@@ -235,6 +243,8 @@ type Links interface {
 	// Export returns the caller's live links with their analytics (the caller travels in
 	// ctx's internal token).
 	Export(ctx context.Context) (link.Export, error)
+	// DeleteAll deletes the caller's links for good, and their webhooks.
+	DeleteAll(ctx context.Context) error
 }
 
 // PasswordHasher hashes and checks passwords; implemented by *password.Hasher.

@@ -164,3 +164,6 @@ func (l *fakeLinks) Export(ctx context.Context) (link.Export, error) {
 	}
 	return link.Export{Links: []link.ExportedLink{{Link: link.Link{ID: "l1", ShortCode: "abc1234", DestinationURL: "https://a.example"}}}}, nil
 }
+
+// DeleteAll stands for the link service's deletion of the caller's links and webhooks.
+func (l *fakeLinks) DeleteAll(ctx context.Context) error { return l.fail }

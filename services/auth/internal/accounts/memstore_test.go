@@ -168,3 +168,5 @@ type noMail struct{}
 func (noMail) Enqueue(context.Context, string, mail.Message) error {
 	return errors.New("the unit tests send no mail")
 }
+
+func (noMail) Forget(context.Context, string) error { return nil }

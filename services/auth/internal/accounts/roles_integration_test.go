@@ -301,3 +301,66 @@ func TestBanRaceIsUndone(t *testing.T) {
 		t.Fatalf("the undone ban left %d audit entries", n)
 	}
 }
+
+// Deleting one's account: the password is checked; a super admin leaves only while another
+// active one remains (and is demoted first, under the same rule); what is left of the
+// account afterwards is its login records, without e-mail or User-Agent.
+func TestDeleteAccount(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	root := e.superAdmin(t, "root@example.com")
+	as := func(u auth.User) identity.Caller {
+		c := caller(u.ID, u.Role)
+		c.SessionID = "s"
+		return c
+	}
+	del := func(u auth.User, pw string) error {
+		return e.svc.DeleteAccount(ctx, as(u), auth.DeleteAccountRequest{Password: pw})
+	}
+	wantErr(t, del(root, "correct-horse"), errs.KindConflict, "cannot delete the last active super admin")
+	if got, _ := e.store.UserByID(ctx, root.ID); got.Role != auth.RoleSuperAdmin {
+		t.Fatalf("the refused deletion left root %s", got.Role)
+	}
+	ada := e.register(t, "ada@example.com")
+	if _, err := e.svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: "ada@example.com", Password: "nope-nope"}); err == nil {
+		t.Fatal("a wrong password signed in")
+	}
+	wantErr(t, del(ada, "nope-nope"), errs.KindUnauthenticated, "password is wrong")
+	wantErr(t, del(ada, ""), errs.KindInvalid, "password is required")
+	if err := del(ada, "correct-horse"); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := e.store.UserByID(ctx, ada.ID); !errors.Is(err, accounts.ErrUserNotFound) {
+		t.Fatalf("the account is still there: %v", err)
+	}
+	for _, coll := range []string{"sessions", "api_tokens", "email_verifications", "password_resets"} {
+		if n, _ := e.db.Collection(coll).CountDocuments(ctx, bson.D{{Key: "user_id", Value: ada.ID}}); n != 0 {
+			t.Fatalf("%d %s of the deleted account left", n, coll)
+		}
+	}
+	var records []bson.M
+	cur, err := e.db.Collection("login_records").Find(ctx, bson.D{{Key: "user_id", Value: ada.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cur.All(ctx, &records); err != nil || len(records) < 2 {
+		t.Fatalf("login records %v, %v", records, err)
+	}
+	for _, r := range records {
+		if _, ok := r["email"]; ok {
+			t.Fatalf("a login record kept the e-mail: %v", r)
+		}
+		if _, ok := r["user_agent"]; ok {
+			t.Fatalf("a login record kept the User-Agent: %v", r)
+		}
+	}
+	if n, _ := e.db.Collection("login_records").CountDocuments(ctx, bson.D{{Key: "email", Value: "ada@example.com"}}); n != 0 {
+		t.Fatalf("%d login records of the address keep it", n)
+	}
+	// With another active super admin, root may leave; it is demoted first.
+	other := e.superAdmin(t, "other@example.com")
+	_ = other
+	if err := del(root, "correct-horse"); err != nil {
+		t.Fatalf("delete root with another super admin: %v", err)
+	}
+}

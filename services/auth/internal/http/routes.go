@@ -27,6 +27,7 @@ type Accounts interface {
 	RequestPasswordReset(ctx context.Context, caller identity.Caller, req auth.PasswordResetRequest) error
 	VerifyEmail(ctx context.Context, req auth.VerifyEmailRequest) (auth.User, error)
 	Export(ctx context.Context, caller identity.Caller) (auth.AccountExport, error)
+	DeleteAccount(ctx context.Context, caller identity.Caller, req auth.DeleteAccountRequest) error
 	ResendVerification(ctx context.Context, caller identity.Caller) error
 	ConfirmPasswordReset(ctx context.Context, req auth.PasswordResetConfirm) error
 	IDPConfig() auth.IDPConfig
@@ -54,6 +55,7 @@ func Register(app *fiber.App, keys *identity.Keys, svc Accounts) {
 	g.Post("/sessions/validate", h.validate)
 	g.Get("/sessions", h.sessions)
 	g.Get("/export", h.export)
+	g.Delete("/account", h.deleteAccount)
 	g.Post("/password", h.changePassword)
 	g.Post("/password-reset", h.requestReset)
 	g.Post("/verify-email", h.verifyEmail)
@@ -210,6 +212,17 @@ func (h handlers) confirmReset(c *fiber.Ctx) error {
 		return err
 	}
 	return reply(c, fiber.StatusOK, fiber.Map{"status": "changed"})
+}
+
+func (h handlers) deleteAccount(c *fiber.Ctx) error {
+	var req auth.DeleteAccountRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := h.svc.DeleteAccount(c.UserContext(), identity.CallerOf(c), req); err != nil {
+		return err
+	}
+	return reply(c, fiber.StatusOK, fiber.Map{"status": "deleted"})
 }
 
 func (h handlers) export(c *fiber.Ctx) error {

@@ -87,6 +87,14 @@ func (o *Outbox) Enqueue(ctx context.Context, id string, m Message) error {
 	return nil
 }
 
+// Forget drops every message to address not sent yet, and the given-up ones.
+func (o *Outbox) Forget(ctx context.Context, address string) error {
+	if _, err := o.coll.DeleteMany(ctx, bson.D{{Key: "to", Value: address}}); err != nil {
+		return fmt.Errorf("forget mail: %w", err)
+	}
+	return nil
+}
+
 // Run sends due mail until ctx ends: when woken by Enqueue, and every interval for what
 // is due later or was left by another replica.
 func (o *Outbox) Run(ctx context.Context, interval time.Duration) {

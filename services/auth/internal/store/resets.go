@@ -109,3 +109,29 @@ func (s *Store) DeleteUnverified(ctx context.Context, userID string, createdBefo
 	}
 	return true, nil
 }
+
+// ForgetAccount removes the account's tokens, sessions, reset and verification links, and
+// strips its login records down to the keyed hash of their address: the e-mail and the
+// User-Agent go (the records of attempts at the address without the account too). Each step
+// is idempotent; a retry finishes what a failure left.
+func (s *Store) ForgetAccount(ctx context.Context, userID, email string) error {
+	byUser := bson.D{{Key: "user_id", Value: userID}}
+	for _, coll := range []*mongo.Collection{s.tokens, s.sessions, s.resets, s.verifications} {
+		if _, err := coll.DeleteMany(ctx, byUser); err != nil {
+			return fmt.Errorf("forget account: %w", err)
+		}
+	}
+	records := bson.D{{Key: "$or", Value: bson.A{byUser, bson.D{{Key: "email", Value: email}}}}}
+	if _, err := s.records.UpdateMany(ctx, records, bson.D{{Key: "$unset", Value: bson.D{{Key: "email", Value: ""}, {Key: "user_agent", Value: ""}}}}); err != nil {
+		return fmt.Errorf("forget login records: %w", err)
+	}
+	return nil
+}
+
+// DeleteUser deletes the account's document.
+func (s *Store) DeleteUser(ctx context.Context, userID string) error {
+	if _, err := s.users.DeleteOne(ctx, byID(userID)); err != nil {
+		return fmt.Errorf("delete user: %w", err)
+	}
+	return nil
+}

@@ -49,6 +49,7 @@ func (h *handlers) gatedRoutes() []route {
 
 		{"GET", "/user/sessions", user, none, h.sessions},
 		{"GET", "/user/export", user, none, h.exportAccount},
+		{"DELETE", "/user/account", user, none, h.deleteAccount},
 		{"DELETE", "/user/sessions/:id", user, none, h.revokeSession},
 
 		{"POST", "/user/tokens", user, none, h.createToken},

@@ -66,6 +66,7 @@ type Auth interface {
 	RevokeToken(ctx context.Context, id string) error
 	Sessions(ctx context.Context) (auth.SessionList, error)
 	Export(ctx context.Context) (auth.AccountExport, error)
+	DeleteAccount(ctx context.Context, req auth.DeleteAccountRequest) error
 	ChangePassword(ctx context.Context, req auth.PasswordChangeRequest) (auth.Session, error)
 	RequestPasswordReset(ctx context.Context, req auth.PasswordResetRequest) error
 	VerifyEmail(ctx context.Context, req auth.VerifyEmailRequest) (auth.User, error)

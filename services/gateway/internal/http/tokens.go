@@ -59,3 +59,16 @@ func (h *handlers) exportAccount(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(out, fiber.MIMEApplicationJSONCharsetUTF8)
 }
+
+// deleteAccount deletes the caller's account and everything of it; the cookie goes too.
+func (h *handlers) deleteAccount(c *fiber.Ctx) error {
+	var req auth.DeleteAccountRequest
+	if err := server.DecodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := h.Auth.DeleteAccount(c.UserContext(), req); err != nil {
+		return err
+	}
+	h.Gate.ClearCookie(c)
+	return c.JSON(fiber.Map{"status": "deleted"}, fiber.MIMEApplicationJSONCharsetUTF8)
+}

@@ -23,6 +23,17 @@ func Register(app *fiber.App, keys *identity.Keys, svc *links.Service, hooks *we
 	g.Get("/", h.mine)
 	g.Get("/dashboard", h.dashboard)
 	g.Get("/export", h.export)
+	// Everything of the caller's, their account going: links (purged) and webhooks.
+	g.Delete("/owners/me", func(c *fiber.Ctx) error {
+		caller := identity.CallerOf(c)
+		if err := svc.DeleteAll(c.UserContext(), caller); err != nil {
+			return err
+		}
+		if err := hooks.DeleteAll(c.UserContext(), caller); err != nil {
+			return err
+		}
+		return c.JSON(fiber.Map{"status": "deleted"}, fiber.MIMEApplicationJSONCharsetUTF8)
+	})
 	g.Get("/:code/resolve", h.resolve)
 	g.Get("/:code/info", h.info)
 	g.Post("/:code/renew", h.renew)

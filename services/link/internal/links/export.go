@@ -2,6 +2,8 @@ package links
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -57,6 +59,48 @@ func (s *Service) Export(ctx context.Context, caller identity.Caller) (link.Expo
 		q.Skip += int64(len(found))
 		if len(found) == 0 || q.Skip >= total {
 			return out, nil
+		}
+	}
+}
+
+// DeleteAll deletes every link of the caller for good, their account going: each is marked
+// for purging (from then on it answers 404 everywhere) in the caller's name, without the
+// User-Agent a moderator's purge records (nothing of the person stays in the audit log but
+// the keyed hash of their address), and purged with its clicks and reports at once or, should
+// that fail, by the sweeper. Calling it again finishes what is left.
+func (s *Service) DeleteAll(ctx context.Context, caller identity.Caller) error {
+	if caller.IsAnonymous() {
+		return errs.E(errs.KindUnauthenticated, "authentication required")
+	}
+	now := s.now().UTC().Truncate(time.Millisecond)
+	q := ListQuery{OwnerID: caller.UserID, IncludeDeleted: true, Now: now, Limit: exportPage}
+	for {
+		found, _, err := s.store.List(ctx, q)
+		if err != nil {
+			return err
+		}
+		if len(found) == 0 {
+			return nil
+		}
+		for _, l := range found {
+			if l.Purge == nil {
+				m, err := s.store.MarkPurge(ctx, l.ID, PurgeMark{By: caller.UserID, Role: caller.Role, IPHash: caller.IPHash, At: now})
+				if errors.Is(err, ErrNotFound) {
+					continue // purged meanwhile
+				}
+				if err != nil {
+					return storeError(err)
+				}
+				l.Purge = &m
+			}
+			s.cache.Invalidate(ctx, l.ShortCode)
+			if err := s.finishPurge(ctx, l); err != nil {
+				// Marked: it answers 404 already, and the sweeper finishes it.
+				s.log.WarnContext(ctx, "purge a deleted account's link; the sweeper will finish it", "link_id", l.ID, "err", err)
+			}
+		}
+		if len(found) < exportPage {
+			return nil
 		}
 	}
 }

@@ -323,6 +323,24 @@ func (s *Service) Delete(ctx context.Context, caller identity.Caller, id string)
 	return nil
 }
 
+// DeleteAll removes every webhook of the caller with its delivery log (their account is
+// going); again, it does nothing.
+func (s *Service) DeleteAll(ctx context.Context, caller identity.Caller) error {
+	if err := owner(caller); err != nil {
+		return err
+	}
+	hooks, err := s.store.HooksOf(ctx, caller.UserID)
+	if err != nil {
+		return err
+	}
+	for _, h := range hooks {
+		if _, err := s.store.DeleteHook(ctx, caller.UserID, h.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // hookOf returns caller's webhook id, or a 404.
 func (s *Service) hookOf(ctx context.Context, caller identity.Caller, id string) (Hook, error) {
 	if err := owner(caller); err != nil {

@@ -1,0 +1,99 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
+)
+
+// freshSignIn is how recent an identity-provider sign-in must be to delete an account
+// without a password.
+const freshSignIn = 10 * time.Minute
+
+// DeleteAccount deletes the caller's account, given its password (or, for an account
+// without one, an identity-provider sign-in within the last 10 minutes). Without a
+// transaction, as steps that each heal on retry:
+//
+//  1. a super admin is demoted first, under the rule that an active super admin always
+//     remains (409 for the last one; see keepsSuperAdmin);
+//  2. the link service purges the account's links, with their clicks, and its webhooks;
+//  3. its tokens, sessions, reset and verification links and unsent mail go, and its login
+//     records keep only the keyed hash of their address;
+//  4. the account's document goes.
+//
+// A failure leaves the account with what is left, and deleting again finishes it. What
+// stays for security is what holds no more of the person than keyed hashes: the login
+// records and the audit entries.
+func (s *Service) DeleteAccount(ctx context.Context, caller identity.Caller, req auth.DeleteAccountRequest) error {
+	if err := signedInSession(caller); err != nil {
+		return err
+	}
+	u, err := s.store.UserByID(ctx, caller.UserID)
+	if errors.Is(err, ErrUserNotFound) {
+		return sessionInvalid()
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.confirmDeletion(ctx, caller, u, req); err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	if u.Role == auth.RoleSuperAdmin {
+		if err := s.keepsSuperAdmin(ctx, u, now, "delete"); err != nil {
+			return err
+		}
+		changed, err := s.store.SetRole(ctx, u.ID, u.Role, auth.RoleUser, now)
+		if err != nil {
+			return err
+		}
+		if !changed {
+			return errs.E(errs.KindConflict, "the account was changed at the same time; try again")
+		}
+		if err := s.superAdminRemains(ctx, now, "delete"); err != nil {
+			return s.undoRole(ctx, u, auth.RoleUser, err)
+		}
+	}
+	if err := s.links.DeleteAll(ctx); err != nil {
+		return err
+	}
+	if err := s.store.ForgetAccount(ctx, u.ID, u.Email); err != nil {
+		return err
+	}
+	if err := s.mail.Forget(ctx, u.Email); err != nil {
+		return err
+	}
+	return s.store.DeleteUser(ctx, u.ID)
+}
+
+// confirmDeletion checks the caller's proof: the password, counted like a login attempt
+// (so deletion cannot be used to guess it); or a fresh identity-provider sign-in.
+func (s *Service) confirmDeletion(ctx context.Context, caller identity.Caller, u User, req auth.DeleteAccountRequest) error {
+	if u.PasswordHash == "" {
+		if u.LastLoginAt == nil || s.now().Sub(*u.LastLoginAt) > freshSignIn {
+			return errs.E(errs.KindUnauthenticated, "sign in again with your identity provider, then delete the account within 10 minutes")
+		}
+		return nil
+	}
+	if req.Password == "" {
+		return errs.Invalid("password is required")
+	}
+	units, err := s.reserveLogin(ctx, u.Email, caller, auth.CaptchaOff)
+	if err != nil {
+		return err
+	}
+	ok, _, err := s.hasher.Check(ctx, req.Password, u.PasswordHash)
+	if err != nil {
+		s.releaseLogin(ctx, units)
+		return err
+	}
+	if !ok {
+		return errs.E(errs.KindUnauthenticated, "password is wrong")
+	}
+	s.releaseLogin(ctx, units)
+	return nil
+}

@@ -268,6 +268,9 @@ func TestDeleteAccountLeavesNothing(t *testing.T) {
 	if v := doWith(t, "GET", "/"+code, "", map[string]string{"X-Forwarded-For": newClientIP(), "User-Agent": firefoxLinux}); v.status != 302 {
 		t.Fatalf("visit: %d", v.status)
 	}
+	if r := doWith(t, "POST", "/api/user/links/"+code+"/request-permanent", `{"reason":"keep-`+tag+`"}`, h); r.status != 201 {
+		t.Fatalf("request permanent: %d %s", r.status, r.body)
+	}
 	createToken(t, cookie, "leaving", "links:read")
 	if r := doWith(t, "POST", "/api/user/webhooks", `{"url":"https://93.184.216.34/hook-`+tag+`","events":["link.created"]}`, h); r.status != 201 {
 		t.Fatalf("webhook: %d %s", r.status, r.body)
@@ -283,7 +286,7 @@ func TestDeleteAccountLeavesNothing(t *testing.T) {
 	as(t, cookie, "GET", "/api/auth/me", "").wantError(t, 401, "session expired or invalid")
 	eventually(t, code, 404)
 	do(t, "GET", "/api/links/"+code+"/info", "", "").wantError(t, 404, "short link not found")
-	if err := scanStores(context.Background(), []string{email, first, last, ua, dest, "hook-" + tag}, false); err != nil {
+	if err := scanStores(context.Background(), []string{email, first, last, ua, dest, "hook-" + tag, "keep-" + tag}, false); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -167,6 +167,11 @@ func (c *Client) Audit(ctx context.Context, rec AuditRecord) error {
 	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodPost, Path: "/internal/moderation/audit", Body: rec, Idempotent: true}, nil)
 }
 
+// Forget keeps of the caller, whose account is going, only what the audit trail needs.
+func (c *Client) Forget(ctx context.Context) error {
+	return c.hc.Do(ctx, httpclient.Request{Method: http.MethodDelete, Path: "/internal/moderation/users/me", Idempotent: true}, nil)
+}
+
 // AuditLog lists the audit log for a super admin; query holds AuditParams.
 func (c *Client) AuditLog(ctx context.Context, query url.Values) (AuditLog, error) {
 	var out AuditLog

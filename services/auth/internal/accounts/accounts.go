@@ -233,6 +233,8 @@ type Quota interface {
 // User-Agent travel in the identity token of the context, never in the record.
 type AuditLog interface {
 	Audit(ctx context.Context, rec moderation.AuditRecord) error
+	// Forget keeps of the caller only what the audit trail needs (their account is going).
+	Forget(ctx context.Context) error
 }
 
 // Links acts on the links of an account; implemented by the link service's typed client

@@ -20,7 +20,9 @@ const freshSignIn = 10 * time.Minute
 //
 //  1. a super admin is demoted first, under the rule that an active super admin always
 //     remains (409 for the last one; see keepsSuperAdmin);
-//  2. the link service purges the account's links, with their clicks, and its webhooks;
+//  2. the link service purges the account's links, with their clicks, and its webhooks; the
+//     moderation service drops its permanent requests and the User-Agent of its audit
+//     entries;
 //  3. its tokens, sessions, reset and verification links and unsent mail go, and its login
 //     records keep only the keyed hash of their address;
 //  4. the account's document goes.
@@ -59,6 +61,9 @@ func (s *Service) DeleteAccount(ctx context.Context, caller identity.Caller, req
 		}
 	}
 	if err := s.links.DeleteAll(ctx); err != nil {
+		return err
+	}
+	if err := s.audit.Forget(ctx); err != nil {
 		return err
 	}
 	if err := s.store.ForgetAccount(ctx, u.ID, u.Email); err != nil {

@@ -167,3 +167,6 @@ func (l *fakeLinks) Export(ctx context.Context) (link.Export, error) {
 
 // DeleteAll stands for the link service's deletion of the caller's links and webhooks.
 func (l *fakeLinks) DeleteAll(ctx context.Context) error { return l.fail }
+
+// Forget stands for the moderation service's part of an account deletion.
+func (a *fakeAudit) Forget(context.Context) error { return nil }

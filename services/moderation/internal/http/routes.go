@@ -30,6 +30,12 @@ func Register(app *fiber.App, keys *identity.Keys, svc *requests.Service) {
 	g.Post("/audit", callerOrLink, h.record)
 	g.Get("/audit", caller, h.auditLog)
 	g.Get("/overview", caller, h.overview)
+	g.Delete("/users/me", caller, func(c *fiber.Ctx) error {
+		if err := svc.Forget(c.UserContext(), identity.CallerOf(c)); err != nil {
+			return err
+		}
+		return c.JSON(fiber.Map{"status": "forgotten"}, fiber.MIMEApplicationJSONCharsetUTF8)
+	})
 }
 
 func query(c *fiber.Ctx) func(string) string {

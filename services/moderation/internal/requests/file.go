@@ -68,3 +68,12 @@ func (s *Service) List(ctx context.Context, caller identity.Caller, get func(str
 	}
 	return out, nil
 }
+
+// Forget is the moderation part of deleting the caller's account: their audit entries keep
+// no User-Agent, their permanent requests go. Again, it does nothing.
+func (s *Service) Forget(ctx context.Context, caller identity.Caller) error {
+	if caller.IsAnonymous() {
+		return errs.E(errs.KindUnauthenticated, "authentication required")
+	}
+	return s.store.Forget(ctx, caller.UserID)
+}

@@ -116,6 +116,8 @@ type Store interface {
 	Reports(ctx context.Context, status string, skip, limit int64) ([]Report, int64, error)
 	DeleteReports(ctx context.Context, linkID string) error
 	CountPending(ctx context.Context, q Queue) (int64, error)
+	// Forget keeps of a user whose account is going only what the audit trail needs.
+	Forget(ctx context.Context, userID string) error
 }
 
 // Links is what the queue asks of the link service; *link.Client satisfies it. Calls carry

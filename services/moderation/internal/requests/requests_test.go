@@ -241,3 +241,12 @@ func TestResolve(t *testing.T) {
 		t.Fatalf("reject a gone link's request: %+v %v", got, err)
 	}
 }
+
+func (s *fakeStore) Forget(_ context.Context, userID string) error {
+	for id, r := range s.reqs {
+		if r.OwnerID == userID {
+			delete(s.reqs, id)
+		}
+	}
+	return nil
+}

@@ -247,3 +247,17 @@ func (s *Store) InsertAudit(ctx context.Context, e requests.AuditEntry) error {
 	}
 	return nil
 }
+
+// Forget keeps of userID, whose account is going, only what the audit trail needs: the
+// entries of their actions lose the User-Agent (the keyed hash of the address stays), and
+// their permanent requests (their links are purged) go with the reasons they wrote.
+func (s *Store) Forget(ctx context.Context, userID string) error {
+	if _, err := s.audit.UpdateMany(ctx, bson.D{{Key: "actor_id", Value: userID}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "user_agent", Value: ""}}}}); err != nil {
+		return fmt.Errorf("forget audit actor: %w", err)
+	}
+	if _, err := s.requests.DeleteMany(ctx, bson.D{{Key: "owner_id", Value: userID}}); err != nil {
+		return fmt.Errorf("forget permanent requests: %w", err)
+	}
+	return nil
+}

@@ -109,3 +109,51 @@ func TestOnePendingRequestPerLink(t *testing.T) {
 		t.Fatalf("%d audit entries, %v; want 1", n, err)
 	}
 }
+
+// Forgetting a user whose account goes: their audit entries lose the User-Agent (the keyed
+// hash stays), their permanent requests go; another user's are left alone.
+func TestForgetUser(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(ctx, testenv.Mongo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for _, who := range []string{"leaver", "stayer"} {
+		if err := s.InsertAudit(ctx, requests.AuditEntry{ID: "a-" + who, ActorID: who, Action: "user.ban", TargetType: "user",
+			TargetID: "x", IPHash: "hash-" + who, UserAgent: "Browser of " + who, CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.InsertRequest(ctx, requests.Request{ID: "r-" + who, ShortCode: "code-" + who, OwnerID: who, Reason: "mine",
+			Status: requests.StatusPending, CreatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 { // again, nothing more
+		if err := s.Forget(ctx, "leaver"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, _, err := s.Audit(ctx, "", "", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		switch e.ActorID {
+		case "leaver":
+			if e.UserAgent != "" || e.IPHash != "hash-leaver" {
+				t.Fatalf("the leaver's entry: %+v", e)
+			}
+		case "stayer":
+			if e.UserAgent != "Browser of stayer" {
+				t.Fatalf("another user's entry changed: %+v", e)
+			}
+		}
+	}
+	if _, err := s.Request(ctx, "r-leaver"); !errors.Is(err, requests.ErrNotFound) {
+		t.Fatalf("the leaver's request: %v", err)
+	}
+	if _, err := s.Request(ctx, "r-stayer"); err != nil {
+		t.Fatalf("another user's request: %v", err)
+	}
+}

@@ -87,18 +87,5 @@ func (s *Service) confirmDeletion(ctx context.Context, caller identity.Caller, u
 	if req.Password == "" {
 		return errs.Invalid("password is required")
 	}
-	units, err := s.reserveLogin(ctx, u.Email, caller, auth.CaptchaOff)
-	if err != nil {
-		return err
-	}
-	ok, _, err := s.hasher.Check(ctx, req.Password, u.PasswordHash)
-	if err != nil {
-		s.releaseLogin(ctx, units)
-		return err
-	}
-	if !ok {
-		return errs.E(errs.KindUnauthenticated, "password is wrong")
-	}
-	s.releaseLogin(ctx, units)
-	return nil
+	return s.checkOwnPassword(ctx, caller, u, req.Password, "password is wrong")
 }

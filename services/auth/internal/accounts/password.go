@@ -50,21 +50,11 @@ func (s *Service) ChangePassword(ctx context.Context, caller identity.Caller, re
 	if u.PasswordHash == "" {
 		return auth.Session{}, errs.Invalid("this account signs in with its identity provider and has no password")
 	}
-	rec := s.newRecord(caller, MethodPassword, u.Email)
-	rec.UserID = u.ID
-	units, err := s.reserveLogin(ctx, u.Email, caller, auth.CaptchaOff)
-	if err != nil {
-		return auth.Session{}, s.fail(ctx, rec, failureReason(err), err)
-	}
-	ok, _, err := s.hasher.Check(ctx, req.CurrentPassword, u.PasswordHash)
-	if err != nil {
-		s.releaseLogin(ctx, units)
+	if err := s.checkOwnPassword(ctx, caller, u, req.CurrentPassword, "current password is wrong"); err != nil {
 		return auth.Session{}, err
 	}
-	if !ok {
-		return auth.Session{}, s.fail(ctx, rec, ReasonWrongCurrentPassword, errs.E(errs.KindUnauthenticated, "current password is wrong"))
-	}
-	s.releaseLogin(ctx, units)
+	rec := s.newRecord(caller, MethodPassword, u.Email)
+	rec.UserID = u.ID
 	hash, err := s.hasher.Hash(ctx, normalizePassword(req.NewPassword))
 	if err != nil {
 		return auth.Session{}, err
@@ -80,6 +70,30 @@ func (s *Service) ChangePassword(ctx context.Context, caller identity.Caller, re
 	s.endCredentials(ctx, u.ID)
 	rec.Reason = ReasonPasswordChanged
 	return s.issue(ctx, changed, rec, now)
+}
+
+// checkOwnPassword checks the password of the signed-in caller's own account u before a
+// change only its owner may make (a password change, a deletion). A check counts like a
+// login attempt: a wrong password takes a unit of the same failure windows (so these
+// routes cannot be used to guess it) and writes a failure record, answered 401 wrongMsg;
+// a right one gives the units back.
+func (s *Service) checkOwnPassword(ctx context.Context, caller identity.Caller, u User, pw, wrongMsg string) error {
+	rec := s.newRecord(caller, MethodPassword, u.Email)
+	rec.UserID = u.ID
+	units, err := s.reserveLogin(ctx, u.Email, caller, auth.CaptchaOff)
+	if err != nil {
+		return s.fail(ctx, rec, failureReason(err), err)
+	}
+	ok, _, err := s.hasher.Check(ctx, pw, u.PasswordHash)
+	if err != nil {
+		s.releaseLogin(ctx, units)
+		return err
+	}
+	if !ok {
+		return s.fail(ctx, rec, ReasonWrongCurrentPassword, errs.E(errs.KindUnauthenticated, "%s", wrongMsg))
+	}
+	s.releaseLogin(ctx, units)
+	return nil
 }
 
 // resetTTL is how long a password-reset link works.

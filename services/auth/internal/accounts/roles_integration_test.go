@@ -354,6 +354,10 @@ func TestDeleteAccount(t *testing.T) {
 			t.Fatalf("a login record kept the User-Agent: %v", r)
 		}
 	}
+	if n, _ := e.db.Collection("login_records").CountDocuments(ctx, bson.D{{Key: "user_id", Value: ada.ID},
+		{Key: "reason", Value: accounts.ReasonWrongCurrentPassword}}); n != 1 {
+		t.Fatalf("%d records of the wrong password given to delete, want 1", n)
+	}
 	if n, _ := e.db.Collection("login_records").CountDocuments(ctx, bson.D{{Key: "email", Value: "ada@example.com"}}); n != 0 {
 		t.Fatalf("%d login records of the address keep it", n)
 	}

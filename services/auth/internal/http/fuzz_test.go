@@ -11,6 +11,7 @@ import (
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/services/auth/internal/accounts"
 )
 
@@ -32,8 +33,8 @@ func checkAccepted(t *testing.T, req auth.RegisterRequest) {
 	}
 }
 
-// FuzzDecodeAuthBodies feeds arbitrary bytes through the register and login decoding and
-// validation: it must never panic, and every refusal is a 400 with a message.
+// FuzzDecodeAuthBodies feeds arbitrary bytes through the decoding and validation of the auth
+// bodies (register, login, password change and reset, verification, deletion): it must never panic, and every refusal is a 400 with a message.
 func FuzzDecodeAuthBodies(f *testing.F) {
 	for _, seed := range []string{
 		`{"email":"a@example.com","password":"correct-horse","first_name":"A","last_name":"B"}`,
@@ -56,6 +57,37 @@ func FuzzDecodeAuthBodies(f *testing.F) {
 				return err
 			},
 			"login": func(c *fiber.Ctx) error { _, err := parseLogin(c); return err },
+			// The bodies of the account routes: decoded, then checked as far as no store is asked.
+			"password change": func(c *fiber.Ctx) error {
+				var req auth.PasswordChangeRequest
+				if err := server.DecodeJSON(c, &req); err != nil {
+					return err
+				}
+				return accounts.ValidatePassword(req.NewPassword)
+			},
+			"password reset": func(c *fiber.Ctx) error {
+				var req auth.PasswordResetRequest
+				if err := server.DecodeJSON(c, &req); err != nil {
+					return err
+				}
+				_, err := accounts.ValidateEmail(req.Email)
+				return err
+			},
+			"reset confirmation": func(c *fiber.Ctx) error {
+				var req auth.PasswordResetConfirm
+				if err := server.DecodeJSON(c, &req); err != nil {
+					return err
+				}
+				return accounts.ValidatePassword(req.NewPassword)
+			},
+			"verification": func(c *fiber.Ctx) error {
+				var req auth.VerifyEmailRequest
+				return server.DecodeJSON(c, &req)
+			},
+			"deletion": func(c *fiber.Ctx) error {
+				var req auth.DeleteAccountRequest
+				return server.DecodeJSON(c, &req)
+			},
 		} {
 			fctx := &fasthttp.RequestCtx{}
 			fctx.Request.SetBody(body)

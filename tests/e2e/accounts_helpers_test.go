@@ -47,8 +47,14 @@ func register(t *testing.T) account {
 	if a.id == "" || a.cookie == "" {
 		t.Fatalf("register gave no id or cookie: %v %v", r.body, r.header)
 	}
-	// As its owner would: open the verification link mailed to the address.
-	a.registered = verifyEmail(t, a.email)
+	// As its owner would: open the verification link mailed to the address, which ends
+	// every session, and sign in again.
+	verifyEmail(t, a.email)
+	r, a.cookie = loginAs(t, a.email, a.password, newClientIP())
+	if r.status != 200 || a.cookie == "" {
+		t.Fatalf("sign in after verifying: %d %s", r.status, r.body)
+	}
+	a.registered, _ = r.object(t)["user"].(map[string]any)
 	return a
 }
 

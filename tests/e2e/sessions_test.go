@@ -155,6 +155,9 @@ func TestEmailVerificationThroughMail(t *testing.T) {
 	}
 	as(t, cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/unverified"}`).wantError(t, 403, "verify your e-mail address first")
 	as(t, cookie, "POST", "/api/links/bulk", `{"links":[{"url":"https://93.184.216.34/unverified"}]}`).wantError(t, 403, "verify your e-mail address first")
+	// Nor a credential or a receiver that would outlive the owner's verification.
+	as(t, cookie, "POST", "/api/user/tokens", `{"name":"squat","scopes":["links:read"]}`).wantError(t, 403, "verify your e-mail address first")
+	as(t, cookie, "POST", "/api/user/webhooks", `{"url":"https://93.184.216.34/squat","events":["link.created"]}`).wantError(t, 403, "verify your e-mail address first")
 
 	// Someone registers the address again: the same kind of answer, but no way in.
 	again := do(t, "POST", "/api/auth/register", strings.Replace(body, "s3cret-passphrase", "squatters-pass", 1), newClientIP())
@@ -169,6 +172,12 @@ func TestEmailVerificationThroughMail(t *testing.T) {
 		t.Fatalf("resend: %d %s", r.status, r.body)
 	}
 	verifyEmail(t, email)
+	// Verifying ended every session, the registrant's too: the owner signs in again.
+	as(t, cookie, "GET", "/api/auth/me", "").wantError(t, 401, "session expired or invalid")
+	r, cookie = loginAs(t, email, "s3cret-passphrase", newClientIP())
+	if r.status != 200 {
+		t.Fatalf("sign in after verifying: %d %s", r.status, r.body)
+	}
 	if r := as(t, cookie, "POST", "/api/links/shorten", `{"url":"https://93.184.216.34/verified"}`); r.status != 201 {
 		t.Fatalf("shorten once verified: %d %s", r.status, r.body)
 	}
@@ -255,9 +264,11 @@ func TestDeleteAccountLeavesNothing(t *testing.T) {
 	verifyEmail(t, email)
 	// A failed login and a successful one: login records of the address.
 	loginAs(t, email, "wrong-password", ip)
-	if r := doWith(t, "POST", "/api/auth/login", `{"email":"`+email+`","password":"s3cret-passphrase"}`, headers); r.status != 200 {
+	// Verifying ended the registration's session: sign in again.
+	if r = doWith(t, "POST", "/api/auth/login", `{"email":"`+email+`","password":"s3cret-passphrase"}`, headers); r.status != 200 {
 		t.Fatalf("login: %d %s", r.status, r.body)
 	}
+	cookie = sessionCookie(r)
 	h := map[string]string{"Cookie": "go_session=" + cookie, "X-Forwarded-For": ip, "User-Agent": ua}
 	dest := "https://93.184.216.34/leaving-" + tag
 	r = doWith(t, "POST", "/api/links/shorten", `{"url":"`+dest+`"}`, h)

@@ -203,7 +203,8 @@ type Store interface {
 	ForgetAccount(ctx context.Context, userID, email string) error
 	// DeleteUser deletes the account's document; deleting a missing one is no error.
 	DeleteUser(ctx context.Context, userID string) error
-	// MarkVerified marks the account verified if it still has email; false if not.
+	// MarkVerified marks the account verified if it still has email, ending every session of
+	// it (the session epoch rises); false if not.
 	MarkVerified(ctx context.Context, userID, email string, now time.Time) (bool, error)
 	// DeleteUnverified deletes the account if it is still unverified and was created
 	// before; false if not.

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
@@ -173,6 +174,11 @@ func tokenManager(caller identity.Caller) error {
 func (s *Service) CreateToken(ctx context.Context, caller identity.Caller, req auth.TokenCreateRequest) (auth.TokenCreated, error) {
 	if err := tokenManager(caller); err != nil {
 		return auth.TokenCreated{}, err
+	}
+	// Whoever registered an address they do not own must get no credential that outlives
+	// its verification by the owner.
+	if caller.EmailUnverified {
+		return auth.TokenCreated{}, errs.Forbidden(link.MsgVerifyEmail)
 	}
 	tr, err := ValidateTokenRequest(req)
 	if err != nil {

@@ -20,11 +20,11 @@ const freshSignIn = 10 * time.Minute
 //
 //  1. a super admin is demoted first, under the rule that an active super admin always
 //     remains (409 for the last one; see keepsSuperAdmin);
-//  2. the link service purges the account's links, with their clicks, and its webhooks; the
+//  2. its tokens, sessions, reset and verification links go (so nothing creates links while
+//     they are purged), and its login records keep only the keyed hash of their address;
+//  3. the link service purges the account's links, with their clicks, and its webhooks; the
 //     moderation service drops its permanent requests and the User-Agent of its audit
-//     entries;
-//  3. its tokens, sessions, reset and verification links and unsent mail go, and its login
-//     records keep only the keyed hash of their address;
+//     entries; its unsent mail goes;
 //  4. the account's document goes.
 //
 // A failure leaves the account with what is left, and deleting again finishes it. What
@@ -60,13 +60,15 @@ func (s *Service) DeleteAccount(ctx context.Context, caller identity.Caller, req
 			return s.undoRole(ctx, u, auth.RoleUser, err)
 		}
 	}
+	// Credentials first, so nothing can create links while they are being purged; the
+	// caller's own session goes too, and a retry signs in again.
+	if err := s.store.ForgetAccount(ctx, u.ID, u.Email); err != nil {
+		return err
+	}
 	if err := s.links.DeleteAll(ctx); err != nil {
 		return err
 	}
 	if err := s.audit.Forget(ctx); err != nil {
-		return err
-	}
-	if err := s.store.ForgetAccount(ctx, u.ID, u.Email); err != nil {
 		return err
 	}
 	if err := s.mail.Forget(ctx, u.Email); err != nil {
@@ -79,10 +81,18 @@ func (s *Service) DeleteAccount(ctx context.Context, caller identity.Caller, req
 // (so deletion cannot be used to guess it); or a fresh identity-provider sign-in.
 func (s *Service) confirmDeletion(ctx context.Context, caller identity.Caller, u User, req auth.DeleteAccountRequest) error {
 	if u.PasswordHash == "" {
-		if u.LastLoginAt == nil || s.now().Sub(*u.LastLoginAt) > freshSignIn {
-			return errs.E(errs.KindUnauthenticated, "sign in again with your identity provider, then delete the account within 10 minutes")
+		// The session this request comes with must be that fresh sign-in, not any session
+		// of an account someone signed in to lately.
+		sessions, err := s.store.SessionsOf(ctx, u.ID, s.now())
+		if err != nil {
+			return err
 		}
-		return nil
+		for _, sess := range sessions {
+			if sess.ID() == caller.SessionID && s.now().Sub(sess.CreatedAt) <= freshSignIn {
+				return nil
+			}
+		}
+		return errs.E(errs.KindUnauthenticated, "sign in again with your identity provider, then delete the account within 10 minutes")
 	}
 	if req.Password == "" {
 		return errs.Invalid("password is required")

@@ -159,15 +159,17 @@ func (s *Service) ConfirmPasswordReset(ctx context.Context, req auth.PasswordRes
 		}
 		return err
 	}
-	hash, err := s.hasher.Hash(ctx, normalizePassword(req.NewPassword))
-	if err != nil {
-		return err
-	}
+	// The token first: a made-up one costs a read, never a hash (which would let anyone
+	// keep the hasher busy for everyone's logins).
 	now := s.now().UTC()
 	userID, err := s.store.TakeReset(ctx, HashToken(req.Token), now)
 	if errors.Is(err, ErrResetInvalid) {
 		return errs.Invalid("%s", msgResetInvalid)
 	}
+	if err != nil {
+		return err
+	}
+	hash, err := s.hasher.Hash(ctx, normalizePassword(req.NewPassword))
 	if err != nil {
 		return err
 	}

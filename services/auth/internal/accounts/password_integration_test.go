@@ -14,6 +14,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
 	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
+	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/services/auth/internal/mail"
 )
 
@@ -197,13 +198,25 @@ func TestEmailVerification(t *testing.T) {
 	if ada.EmailVerified {
 		t.Fatal("a new password account is verified")
 	}
+	// Signed in while unverified: no API token (a credential that would outlive the owner's
+	// verification), and the session ends with the verification.
+	before, err := e.svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: "ada@example.com", Password: "correct-horse"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unverified := caller(ada.ID, auth.RoleUser)
+	unverified.SessionID, unverified.EmailUnverified = "s", true
+	_, err = e.svc.CreateToken(ctx, unverified, auth.TokenCreateRequest{Name: ptr("ci"), Scopes: &[]string{auth.ScopeLinksRead}})
+	wantErr(t, err, errs.KindForbidden, "verify your e-mail address first")
 	token := verifyToken(t, e, "ada@example.com")
-	_, err := e.svc.VerifyEmail(ctx, auth.VerifyEmailRequest{Token: "made-up"})
+	_, err = e.svc.VerifyEmail(ctx, auth.VerifyEmailRequest{Token: "made-up"})
 	wantErr(t, err, errs.KindInvalid, "verification link is invalid, used or expired")
 	u, err := e.svc.VerifyEmail(ctx, auth.VerifyEmailRequest{Token: token})
 	if err != nil || !u.EmailVerified || u.ID != ada.ID {
 		t.Fatalf("verify: %+v %v", u, err)
 	}
+	_, err = e.svc.Validate(ctx, before.Token)
+	wantErr(t, err, errs.KindUnauthenticated, "session expired or invalid")
 	_, err = e.svc.VerifyEmail(ctx, auth.VerifyEmailRequest{Token: token})
 	wantErr(t, err, errs.KindInvalid, "verification link is invalid, used or expired")
 	reg := func(email, pw string) (auth.Session, error) {
@@ -213,7 +226,7 @@ func TestEmailVerification(t *testing.T) {
 	}
 	_, err = reg("ada@example.com", "another-horse")
 	wantErr(t, err, errs.KindConflict, "email is already registered")
-	wantErr(t, e.svc.ResendVerification(ctx, caller(ada.ID, auth.RoleUser)), errs.KindConflict, "e-mail address is already verified")
+	wantErr(t, e.svc.ResendVerification(ctx, withSession(caller(ada.ID, auth.RoleUser))), errs.KindConflict, "e-mail address is already verified")
 
 	// bob registers; eve registers bob's address again within the day.
 	bob := e.register(t, "bob@example.com")
@@ -247,14 +260,20 @@ func TestEmailVerification(t *testing.T) {
 	carol := e.register(t, "carol@example.com")
 	e.quota.limits[quota.ScopeVerifyResend] = 3
 	for range 3 {
-		if err := e.svc.ResendVerification(ctx, caller(carol.ID, auth.RoleUser)); err != nil {
+		if err := e.svc.ResendVerification(ctx, withSession(caller(carol.ID, auth.RoleUser))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	wantErr(t, e.svc.ResendVerification(ctx, caller(carol.ID, auth.RoleUser)), errs.KindTooMany, "too many verification mails; try again later")
+	wantErr(t, e.svc.ResendVerification(ctx, withSession(caller(carol.ID, auth.RoleUser))), errs.KindTooMany, "too many verification mails; try again later")
 	if n := len(outboxMail(t, e, "carol@example.com")); n != 4 {
 		t.Fatalf("%d mails to carol, want 4", n)
 	}
 }
 
 const verifyDay = 24 * time.Hour
+
+// withSession is c calling from a session (the routes of one's own account need one).
+func withSession(c identity.Caller) identity.Caller {
+	c.SessionID = "s"
+	return c
+}

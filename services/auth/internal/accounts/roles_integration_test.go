@@ -368,3 +368,41 @@ func TestDeleteAccount(t *testing.T) {
 		t.Fatalf("delete root with another super admin: %v", err)
 	}
 }
+
+// An account without a password is deleted from a session of a fresh identity-provider
+// sign-in only: not from an older session, however recently someone signed in elsewhere.
+func TestDeleteIdentityProviderAccount(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	svc := e.service(t, withIDP(fakeIDP{"tok": {Subject: "sub-gia", Email: "gia@example.com", EmailVerified: true}}))
+	old, err := svc.Google(ctx, caller("", ""), auth.GoogleRequest{IDToken: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldSession, err := svc.Validate(ctx, old.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(11 * time.Minute)
+	fresh, err := svc.Google(ctx, caller("", ""), auth.GoogleRequest{IDToken: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	freshSession, err := svc.Validate(ctx, fresh.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := func(v auth.Validated) identity.Caller {
+		c := caller(v.User.ID, auth.RoleUser)
+		c.SessionID = v.SessionID
+		return c
+	}
+	err = svc.DeleteAccount(ctx, as(oldSession), auth.DeleteAccountRequest{})
+	wantErr(t, err, errs.KindUnauthenticated, "sign in again with your identity provider, then delete the account within 10 minutes")
+	if err := svc.DeleteAccount(ctx, as(freshSession), auth.DeleteAccountRequest{}); err != nil {
+		t.Fatalf("delete from the fresh sign-in's session: %v", err)
+	}
+	if _, err := e.store.UserByID(ctx, fresh.User.ID); !errors.Is(err, accounts.ErrUserNotFound) {
+		t.Fatalf("the account is still there: %v", err)
+	}
+}

@@ -157,7 +157,7 @@ func (s *Service) register(ctx context.Context, caller identity.Caller, req auth
 		}
 		return auth.Session{}, false, emailTaken()
 	case err == nil && held.EmailUnverified:
-		if sess, answered, err := s.unverifiedHolder(ctx, held, reg); answered || err != nil {
+		if sess, answered, err := s.unverifiedHolder(ctx, held, reg, id); answered || err != nil {
 			return sess, false, err
 		}
 	case err == nil:

@@ -25,7 +25,7 @@ const msgVerificationInvalid = "verification link is invalid, used or expired"
 // changes nothing of it; only the address's owner can verify it (and then reset its
 // password). Older, the stale account is deleted and the registration goes on (answered
 // false): nobody squats an address they cannot verify.
-func (s *Service) unverifiedHolder(ctx context.Context, held User, reg Registration) (auth.Session, bool, error) {
+func (s *Service) unverifiedHolder(ctx context.Context, held User, reg Registration, id string) (auth.Session, bool, error) {
 	now := s.now().UTC()
 	if now.Sub(held.CreatedAt) >= verifyTTL {
 		if _, err := s.store.DeleteUnverified(ctx, held.ID, now.Add(-verifyTTL)); err != nil {
@@ -36,13 +36,14 @@ func (s *Service) unverifiedHolder(ctx context.Context, held User, reg Registrat
 	// A new registration costs a hash: so does this answer.
 	s.burnDummy(ctx, reg.Password)
 	if err := s.sendVerification(ctx, held); err != nil {
-		return auth.Session{}, true, err
+		// As a new registration would: the registration stands, the mail can be asked again.
+		s.log.WarnContext(ctx, "mail the verification of an unverified account again", "user_id", held.ID, "err", err)
 	}
 	token, _, err := NewSessionToken()
 	if err != nil {
 		return auth.Session{}, true, err
 	}
-	lookalike := User{ID: newID(), Email: reg.Email, FirstName: reg.FirstName, LastName: reg.LastName,
+	lookalike := User{ID: id, Email: reg.Email, FirstName: reg.FirstName, LastName: reg.LastName,
 		AuthProvider: auth.ProviderEmail, Role: auth.RoleUser, Status: auth.StatusActive, QuotaLimit: DefaultQuotaLimit,
 		CreatedAt: now, UpdatedAt: now, LastLoginAt: &now, EmailUnverified: true}
 	return auth.Session{User: lookalike.View(now), Token: token, ExpiresAt: now.Add(s.ttl)}, true, nil
@@ -66,7 +67,10 @@ func (s *Service) sendVerification(ctx context.Context, u User) error {
 }
 
 // VerifyEmail verifies the address a mailed token was sent to, if the account still has it,
-// and returns the account. The token works once; an unknown, used or expired one is a 400.
+// and returns the account. Every session of the account ends: whoever registered the address
+// before its owner opened the link keeps no way in (the owner signs in, or resets the
+// password the registrant chose). The token works once; an unknown, used or expired one is
+// a 400.
 func (s *Service) VerifyEmail(ctx context.Context, req auth.VerifyEmailRequest) (auth.User, error) {
 	if req.Token == "" || len(req.Token) > maxTokenLength {
 		return auth.User{}, errs.Invalid(msgVerificationInvalid)
@@ -86,6 +90,9 @@ func (s *Service) VerifyEmail(ctx context.Context, req auth.VerifyEmailRequest) 
 	if !marked {
 		return auth.User{}, errs.Invalid(msgVerificationInvalid)
 	}
+	if _, err := s.store.DeleteSessionsByUser(ctx, userID); err != nil {
+		s.log.WarnContext(ctx, "delete the sessions a verification ended", "user_id", userID, "err", err)
+	}
 	u, err := s.store.UserByID(ctx, userID)
 	if err != nil {
 		return auth.User{}, err
@@ -96,8 +103,8 @@ func (s *Service) VerifyEmail(ctx context.Context, req auth.VerifyEmailRequest) 
 // ResendVerification mails the caller's verification link again: at most quota.ResendLimit
 // times per quota.ResendWindow. A verified address is a 409.
 func (s *Service) ResendVerification(ctx context.Context, caller identity.Caller) error {
-	if caller.UserID == "" {
-		return errs.E(errs.KindUnauthenticated, "authentication required")
+	if err := signedInSession(caller); err != nil {
+		return err
 	}
 	u, err := s.store.UserByID(ctx, caller.UserID)
 	if errors.Is(err, ErrUserNotFound) {

@@ -86,10 +86,12 @@ func (s *Store) TakeVerification(ctx context.Context, hash string, now time.Time
 	return d.UserID, d.Email, nil
 }
 
-// MarkVerified removes the account's unverified mark, if its address is still email.
+// MarkVerified removes the account's unverified mark, if its address is still email, and
+// raises its session epoch in the same update: every session signed in before ends.
 func (s *Store) MarkVerified(ctx context.Context, userID, email string, now time.Time) (bool, error) {
 	return s.updateOne(ctx, "mark e-mail verified", append(byID(userID), bson.E{Key: "email", Value: email}),
-		bson.D{{Key: "$unset", Value: bson.D{{Key: "email_unverified", Value: ""}}}, {Key: "$set", Value: bson.D{{Key: "updated_at", Value: now}}}})
+		bson.D{{Key: "$unset", Value: bson.D{{Key: "email_unverified", Value: ""}}}, {Key: "$set", Value: bson.D{{Key: "updated_at", Value: now}}},
+			{Key: "$inc", Value: bson.D{{Key: "session_epoch", Value: int64(1)}}}})
 }
 
 // DeleteUnverified deletes the account if it is still unverified and was created before

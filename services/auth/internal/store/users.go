@@ -98,7 +98,8 @@ func (s *Store) LinkIDP(ctx context.Context, userID, sub string, now time.Time) 
 	update := bson.D{
 		{Key: "$set", Value: bson.D{{Key: "idp_uid", Value: sub}, {Key: "auth_provider", Value: auth.ProviderGoogle},
 			{Key: "updated_at", Value: now}}},
-		{Key: "$unset", Value: bson.D{{Key: "password_hash", Value: ""}}},
+		// The provider verified the address: the account is verified too.
+		{Key: "$unset", Value: bson.D{{Key: "password_hash", Value: ""}, {Key: "email_unverified", Value: ""}}},
 		{Key: "$inc", Value: bson.D{{Key: "session_epoch", Value: int64(1)}}},
 	}
 	linked, err := s.updateOne(ctx, "link identity", filter, update)

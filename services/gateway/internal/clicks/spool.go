@@ -266,7 +266,9 @@ func ours(f *os.File) error {
 	switch {
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("click spool: %s is not a regular file", f.Name())
-	case !ok || int(st.Uid) != os.Geteuid():
+	case !ok:
+		return fmt.Errorf("click spool: the owner of %s cannot be read on this system", f.Name())
+	case int(st.Uid) != os.Geteuid():
 		return fmt.Errorf("click spool: %s is owned by another user (uid %d); remove it", f.Name(), st.Uid)
 	case fi.Mode().Perm()&^spoolFileOK != 0:
 		return fmt.Errorf("click spool: %s has mode %#o, wider than %#o; remove it or chmod 600 it", f.Name(), fi.Mode().Perm(), spoolFileOK)

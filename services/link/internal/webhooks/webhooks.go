@@ -222,6 +222,10 @@ const msgNotFound = "webhook not found"
 // events are a non-empty subset of the link events. At most link.MaxWebhooks per user: each
 // holds a slot of its owner, unique in the store. The secret is returned only here.
 func (s *Service) Create(ctx context.Context, caller identity.Caller, req link.WebhookCreateRequest) (link.WebhookCreated, error) {
+	// As links: an unverified address gets no receiver of its events.
+	if caller.EmailUnverified {
+		return link.WebhookCreated{}, errs.Forbidden(link.MsgVerifyEmail)
+	}
 	if err := owner(caller); err != nil {
 		return link.WebhookCreated{}, err
 	}

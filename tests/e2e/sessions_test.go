@@ -257,7 +257,6 @@ func TestDeleteAccountLeavesNothing(t *testing.T) {
 	ua, ip := "LeaverBrowser/"+tag, newClientIP()
 	headers := map[string]string{"X-Forwarded-For": ip, "User-Agent": ua}
 	r := doWith(t, "POST", "/api/auth/register", `{"email":"`+email+`","password":"s3cret-passphrase","first_name":"`+first+`","last_name":"`+last+`"}`, headers)
-	cookie := sessionCookie(r)
 	if r.status != 201 {
 		t.Fatalf("register: %d %s", r.status, r.body)
 	}
@@ -268,7 +267,7 @@ func TestDeleteAccountLeavesNothing(t *testing.T) {
 	if r = doWith(t, "POST", "/api/auth/login", `{"email":"`+email+`","password":"s3cret-passphrase"}`, headers); r.status != 200 {
 		t.Fatalf("login: %d %s", r.status, r.body)
 	}
-	cookie = sessionCookie(r)
+	cookie := sessionCookie(r)
 	h := map[string]string{"Cookie": "go_session=" + cookie, "X-Forwarded-For": ip, "User-Agent": ua}
 	dest := "https://93.184.216.34/leaving-" + tag
 	r = doWith(t, "POST", "/api/links/shorten", `{"url":"`+dest+`"}`, h)

@@ -40,7 +40,10 @@ const (
 	// ScopeVerifyResend counts the verification mails an account asks for again, keyed by
 	// user id: ResendLimit per ResendWindow.
 	ScopeVerifyResend = "verify_resend"
-	ScopeResetEmail   = "password_reset_email"
+	// ScopeExport counts an account's data exports, keyed by user id: ExportLimit per
+	// ExportWindow (each reads a year of analytics of every link).
+	ScopeExport     = "account_export"
+	ScopeResetEmail = "password_reset_email"
 	// ScopeUserCreate counts a registered user's link creations per user id, up to the
 	// account's own quota_limit, which every reservation carries.
 	ScopeUserCreate = "user_create"
@@ -53,6 +56,12 @@ const (
 
 // TokenWindow is the window of an API token's request rate, as the contract fixes it.
 const TokenWindow = time.Minute
+
+// The size of the data export window.
+const (
+	ExportLimit  = 10
+	ExportWindow = time.Hour
+)
 
 // The size of the verification resend window, as the contract fixes it.
 const (

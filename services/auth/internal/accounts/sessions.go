@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 )
@@ -75,6 +76,11 @@ func (s *Service) RevokeSession(ctx context.Context, caller identity.Caller, id 
 // signed-in session only.
 func (s *Service) Export(ctx context.Context, caller identity.Caller) (auth.AccountExport, error) {
 	if err := signedInSession(caller); err != nil {
+		return auth.AccountExport{}, err
+	}
+	// Each export reads a year of analytics of every link: ExportLimit an hour.
+	if _, err := quota.Take(ctx, s.quota, quota.ReserveRequest{Scope: quota.ScopeExport, Key: caller.UserID},
+		"too many exports; try again later"); err != nil {
 		return auth.AccountExport{}, err
 	}
 	now := s.now()

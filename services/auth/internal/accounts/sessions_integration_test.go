@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
+	"github.com/linkmesh/linkmesh/pkg/clients/quota"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 	"github.com/linkmesh/linkmesh/pkg/identity"
 )
@@ -101,4 +102,30 @@ func TestSessionsListAndRevoke(t *testing.T) {
 	if err := e.svc.RevokeSession(ctx, as(laptop), auth.RevokeOthers); err != nil {
 		t.Fatalf("ending the others when there are none: %v", err)
 	}
+}
+
+// The export holds the account, the links the link service gives, the tokens' and sessions'
+// metadata; each reads a year of analytics per link, so an account has a few an hour.
+func TestExportIsBounded(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	ada := e.register(t, "ada@example.com")
+	s, err := e.svc.Login(ctx, caller("", ""), auth.LoginRequest{Email: "ada@example.com", Password: "correct-horse"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.svc.Validate(ctx, s.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := caller(ada.ID, auth.RoleUser)
+	as.SessionID = v.SessionID
+	e.quota.limits[quota.ScopeExport] = 1
+	ex, err := e.svc.Export(ctx, as)
+	if err != nil || ex.Account.ID != ada.ID || len(ex.Links) != 1 || ex.Links[0].Link.ShortCode != "abc1234" ||
+		len(ex.Sessions) != 2 || ex.Tokens == nil {
+		t.Fatalf("export: %+v %v", ex, err)
+	}
+	_, err = e.svc.Export(ctx, as)
+	wantErr(t, err, errs.KindTooMany, "too many exports; try again later")
 }

@@ -73,6 +73,8 @@ func Scopes(s Sizes) map[string]Policy {
 		quota.ScopeResetEmail:  {Limit: quota.ResetLimitEmail, Window: quota.ResetWindow, Anonymous: true},
 		// Verification mails asked for again, per account.
 		quota.ScopeVerifyResend: {Limit: quota.ResendLimit, Window: quota.ResendWindow},
+		// Data exports, per account.
+		quota.ScopeExport: {Limit: quota.ExportLimit, Window: quota.ExportWindow},
 		// Requests of an API token, keyed by the token's id.
 		quota.ScopeAPIToken: {Limit: s.TokenRate, Window: quota.TokenWindow, Ephemeral: true},
 	}

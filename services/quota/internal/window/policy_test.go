@@ -25,6 +25,7 @@ func TestScopeTable(t *testing.T) {
 		quota.ScopeResetClient:      {Limit: 10, Window: time.Hour, Anonymous: true},
 		quota.ScopeResetEmail:       {Limit: 3, Window: time.Hour, Anonymous: true},
 		quota.ScopeVerifyResend:     {Limit: 3, Window: time.Hour},
+		quota.ScopeExport:           {Limit: 10, Window: time.Hour},
 		quota.ScopeUserCreate:       {Window: 720 * time.Hour, PerCaller: true},
 		quota.ScopeReport:           {Limit: 20, Window: time.Hour, Anonymous: true},
 		quota.ScopeAPIToken:         {Limit: 600, Window: time.Minute, Ephemeral: true},

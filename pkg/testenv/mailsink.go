@@ -142,9 +142,9 @@ func (m *MailSink) keep(from string, to []string, raw []byte) error {
 func decoded(msg *mail.Message) io.Reader {
 	switch strings.ToLower(strings.TrimSpace(msg.Header.Get("Content-Transfer-Encoding"))) {
 	case "quoted-printable":
-		return quotedPrintable(msg.Body)
+		return quotedprintable.NewReader(msg.Body)
 	case "base64":
-		return base64Reader(msg.Body)
+		return base64.NewDecoder(base64.StdEncoding, msg.Body)
 	}
 	return msg.Body
 }
@@ -195,7 +195,3 @@ func (s *sinkSession) Data(r io.Reader) error {
 	}
 	return nil
 }
-
-func quotedPrintable(r io.Reader) io.Reader { return quotedprintable.NewReader(r) }
-
-func base64Reader(r io.Reader) io.Reader { return base64.NewDecoder(base64.StdEncoding, r) }

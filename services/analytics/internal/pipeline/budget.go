@@ -76,7 +76,9 @@ func admitClicks(ctx context.Context, rdb redis.UniversalClient, clicks []analyt
 	index := map[string]int{}
 	var keys []string
 	var args [][]any
-	for _, c := range clicks {
+	of := make([]int, len(clicks)) // each click's key, -1 for a click without a client
+	for n, c := range clicks {
+		of[n] = -1
 		if c.Client == "" {
 			continue
 		}
@@ -89,6 +91,7 @@ func admitClicks(ctx context.Context, rdb redis.UniversalClient, clicks []analyt
 			args = append(args, []any{budget, (window + budgetMemory).Milliseconds()})
 		}
 		args[i] = append(args[i], c.EventID)
+		of[n] = i
 	}
 	if len(keys) == 0 {
 		return clicks, 0, nil
@@ -102,18 +105,18 @@ func admitClicks(ctx context.Context, rdb redis.UniversalClient, clicks []analyt
 	for i := range keys {
 		flags, err := cmds[i].Int64Slice()
 		if err != nil || len(flags) != len(args[i])-2 {
-			return nil, 0, errBudgetAnswer(flags, len(args[i])-2, err)
+			return nil, 0, fmt.Errorf("admit clicks to their budget: answer %v for %d clicks (%v)", flags, len(args[i])-2, err)
 		}
 		answers[i] = flags
 	}
 	kept, over := clicks[:0:0], 0
 	next := make([]int, len(keys))
-	for _, c := range clicks {
-		if c.Client == "" {
+	for n, c := range clicks {
+		i := of[n]
+		if i < 0 {
 			kept = append(kept, c)
 			continue
 		}
-		i := index[budgetKey(c.LinkID, c.Client, c.ClickedAt, window)]
 		switch answers[i][next[i]] {
 		case 1:
 			kept = append(kept, c)
@@ -123,8 +126,4 @@ func admitClicks(ctx context.Context, rdb redis.UniversalClient, clicks []analyt
 		next[i]++
 	}
 	return kept, over, nil
-}
-
-func errBudgetAnswer(flags []int64, want int, err error) error {
-	return fmt.Errorf("admit clicks to their budget: answer %v for %d clicks (%v)", flags, want, err)
 }

@@ -34,10 +34,7 @@ func (s *Service) ChangePassword(ctx context.Context, caller identity.Caller, re
 	if req.CurrentPassword == "" {
 		return auth.Session{}, errs.Invalid("current_password is required")
 	}
-	if err := ValidatePassword(req.NewPassword); err != nil {
-		if e, ok := errs.As(err); ok {
-			return auth.Session{}, errs.Invalid("new_%s", e.Message)
-		}
+	if err := validateNewPassword(req.NewPassword); err != nil {
 		return auth.Session{}, err
 	}
 	u, err := s.store.UserByID(ctx, caller.UserID)
@@ -70,6 +67,15 @@ func (s *Service) ChangePassword(ctx context.Context, caller identity.Caller, re
 	s.endCredentials(ctx, u.ID)
 	rec.Reason = ReasonPasswordChanged
 	return s.issue(ctx, changed, rec, now)
+}
+
+// validateNewPassword is ValidatePassword naming the field new_password.
+func validateNewPassword(pw string) error {
+	err := ValidatePassword(pw)
+	if e, ok := errs.As(err); ok {
+		return errs.Invalid("new_%s", e.Message)
+	}
+	return err
 }
 
 // checkOwnPassword checks the password of the signed-in caller's own account u before a
@@ -153,10 +159,7 @@ func (s *Service) ConfirmPasswordReset(ctx context.Context, req auth.PasswordRes
 	if req.Token == "" || len(req.Token) > maxTokenLength {
 		return errs.Invalid("%s", msgResetInvalid)
 	}
-	if err := ValidatePassword(req.NewPassword); err != nil {
-		if e, ok := errs.As(err); ok {
-			return errs.Invalid("new_%s", e.Message)
-		}
+	if err := validateNewPassword(req.NewPassword); err != nil {
 		return err
 	}
 	// The token first: a made-up one costs a read, never a hash (which would let anyone

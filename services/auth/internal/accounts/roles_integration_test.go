@@ -363,9 +363,14 @@ func TestDeleteAccount(t *testing.T) {
 	}
 	// With another active super admin, root may leave; it is demoted first.
 	other := e.superAdmin(t, "other@example.com")
-	_ = other
 	if err := del(root, "correct-horse"); err != nil {
 		t.Fatalf("delete root with another super admin: %v", err)
+	}
+	if _, err := e.store.UserByID(ctx, root.ID); !errors.Is(err, accounts.ErrUserNotFound) {
+		t.Fatalf("root is still there: %v", err)
+	}
+	if got, _ := e.store.UserByID(ctx, other.ID); got.Role != auth.RoleSuperAdmin {
+		t.Fatalf("the remaining super admin is %s", got.Role)
 	}
 }
 

@@ -15,7 +15,9 @@ TOOLS    := $(CURDIR)/.tools
 CHART_GO_TESTS ?= 1
 
 .DEFAULT_GOAL := help
-.PHONY: help deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin soak drills fmt lint tidy clean tools chart-check chart-docs images images-runtime skaffold-check
+WEB      := services/gateway/web
+
+.PHONY: help deps web web-deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin soak drills fmt lint tidy clean tools chart-check chart-docs images images-runtime skaffold-check
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,6 +25,12 @@ help: ## List every target with what it does
 deps: ## Install what local runs and tests need (redis-server, PostgreSQL 15 with DocumentDB built once from pinned sources, wrk, curl, openssl) if missing
 	@deploy/local/install-deps.sh
 	@deploy/local/install-store.sh $(DATA)/store-build $(STORE_MIRROR)
+
+web-deps: ## Install the web application's locked npm packages (esbuild, preact, uPlot, axe-core) into services/gateway/web/node_modules
+	@cd $(WEB) && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else echo "web-deps: up to date"; fi
+
+web: web-deps ## Rebuild the web application into services/gateway/internal/webapp/dist (commit the result; a test compares it with a fresh build)
+	@cd $(WEB) && node build.mjs
 
 build: ## Build every service and the local tools into ./bin
 	@mkdir -p $(BIN)
@@ -36,7 +44,7 @@ geoip: ## Fetch the country database (ip-location-db, CC BY 4.0) into ./.linkmes
 	@deploy/local/fetch-geoip.sh $(DATA)/geoip
 
 test: CHART_GO_TESTS := 0
-test: deps build geoip lint chart-check skaffold-check images ## Lint, check the Helm chart, then every test: unit, integration (real Redis + FerretDB/PostgreSQL), end-to-end
+test: deps web-deps build geoip lint chart-check skaffold-check images ## Lint, check the Helm chart, then every test: unit, integration (real Redis + FerretDB/PostgreSQL), end-to-end
 	@LINKMESH_TEST_GEOIP_DB=$(DATA)/geoip/countries.mmdb $(BIN)/devstack exec -- $(MAKE) --no-print-directory test-go
 
 test-go: test-isolated ## (inside `make test`) go test -race over every module against the running datastores

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # install-deps.sh ensures this machine has what local runs and tests need:
 # redis-server, wrk (for benchmarks), and curl with the CA certificates (to fetch
-# the GeoIP database), and openssl (the chart test makes internal keys the way the
-# chart's README tells operators to). The MongoDB wire-protocol store (PostgreSQL
+# the GeoIP database), openssl (the chart test makes internal keys the way the
+# chart's README tells operators to), Chromium (the web application's browser tests)
+# and npm (its build). The MongoDB wire-protocol store (PostgreSQL
 # with DocumentDB) is install-store.sh's.
 #
 # It is idempotent: it installs only what is missing, runs apt-get update at
@@ -78,6 +79,10 @@ find_curl() { find_binary curl; }
 # The GeoIP fetch needs the system's CA bundle for HTTPS.
 find_cacerts() { [[ -s /etc/ssl/certs/ca-certificates.crt ]] && echo /etc/ssl/certs/ca-certificates.crt; }
 find_wrk() { find_binary wrk; }
+# The web application's browser tests drive Debian's Chromium (never a downloaded browser).
+find_chromium() { find_binary chromium; }
+# The web application's build and its test tools come from npm.
+find_npm() { find_binary npm; }
 # The chart test makes internal keys with the openssl commands the chart's README gives.
 find_openssl() { find_binary openssl; }
 
@@ -87,3 +92,5 @@ ensure wrk wrk find_wrk
 ensure curl curl find_curl
 ensure ca-certificates ca-certificates find_cacerts
 ensure openssl openssl find_openssl
+ensure chromium chromium find_chromium
+ensure npm npm find_npm

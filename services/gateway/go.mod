@@ -3,6 +3,7 @@ module github.com/linkmesh/linkmesh/services/gateway
 go 1.26.0
 
 require (
+	github.com/andybalholm/brotli v1.1.0
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/linkmesh/linkmesh/pkg v0.0.0
@@ -19,7 +20,6 @@ require (
 )
 
 require (
-	github.com/andybalholm/brotli v1.1.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/caarlos0/env/v11 v11.4.2 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect

@@ -36,7 +36,7 @@ func TestCaptchaRequiredWhenConfigured(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
-		BinDir: binDir(), MongoURI: mongoURI, RedisURL: redisURL,
+		BinDir: stack.BinDir(), MongoURI: mongoURI, RedisURL: redisURL,
 		DatabasePrefix: testenv.Name("e2e_captcha"), LogDir: t.TempDir(),
 		Env: map[string]string{"LINKMESH_CAPTCHA_VERIFY_URL": verifier.URL, "LINKMESH_CAPTCHA_SECRET": "captcha-secret",
 			// Clients of their own through a trusted hop; a login ceiling of two failures.

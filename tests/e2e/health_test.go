@@ -19,7 +19,7 @@ func TestHealthWhenADependencyIsDown(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
-				BinDir: binDir(), MongoURI: mongoURI, RedisURL: redisURL,
+				BinDir: stack.BinDir(), MongoURI: mongoURI, RedisURL: redisURL,
 				DatabasePrefix: testenv.Name("e2e_down"), LogDir: t.TempDir(),
 			})
 			if err != nil {

@@ -93,7 +93,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
-		BinDir: binDir(), MongoURI: mongoURI, RedisURL: redisURL, DatabasePrefix: dbPrefix, LogDir: logDir,
+		BinDir: stack.BinDir(), MongoURI: mongoURI, RedisURL: redisURL, DatabasePrefix: dbPrefix, LogDir: logDir,
 		GatewayReplicas:   1,
 		AnalyticsReplicas: 1,
 		Metrics:           true,
@@ -150,13 +150,4 @@ func run(m *testing.M) int {
 		_ = os.RemoveAll(logDir)
 	}
 	return code
-}
-
-// binDir holds the service binaries `make build` produced.
-func binDir() string {
-	if d := os.Getenv("LINKMESH_BIN_DIR"); d != "" {
-		return d
-	}
-	d, _ := filepath.Abs("../../bin")
-	return d
 }

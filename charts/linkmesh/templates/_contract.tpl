@@ -13,7 +13,7 @@ gateway:
   calls: [auth, link, moderation]
   mongodb: false
   secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_IDENTITY_SECRET, LINKMESH_CAPTCHA_VERIFY_URL, LINKMESH_CAPTCHA_SECRET]
-  settings: [baseURL, trustedProxies, redirectCacheSize, clickQueue, clickSpoolMB, geoipDB, cookieSecure]
+  settings: [baseURL, trustedProxies, redirectCacheSize, clickQueue, clickSpoolMB, geoipDB, cookieSecure, captchaSiteKey, captchaScriptURL]
 auth:
   calls: [quota, moderation, link]
   mongodb: true
@@ -61,6 +61,8 @@ clickQueue: LINKMESH_CLICK_QUEUE
 clickSpoolMB: LINKMESH_CLICK_SPOOL_MB
 geoipDB: LINKMESH_GEOIP_DB
 cookieSecure: LINKMESH_COOKIE_SECURE
+captchaSiteKey: LINKMESH_CAPTCHA_SITE_KEY
+captchaScriptURL: LINKMESH_CAPTCHA_SCRIPT_URL
 sessionTTL: LINKMESH_SESSION_TTL
 loginRecordRetention: LINKMESH_LOGIN_RECORD_RETENTION
 oidcJWKSURL: LINKMESH_OIDC_JWKS_URL

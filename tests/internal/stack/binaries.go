@@ -38,3 +38,13 @@ func isExecutable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
+
+// BinDir is where `make build` put the service binaries: LINKMESH_BIN_DIR, else ./bin of the
+// repository, seen from a package two levels below it (tests/<pkg>).
+func BinDir() string {
+	if d := os.Getenv("LINKMESH_BIN_DIR"); d != "" {
+		return d
+	}
+	d, _ := filepath.Abs("../../bin")
+	return d
+}

@@ -17,26 +17,39 @@ import (
 // running beside it.
 func OwnRedisDB(t testing.TB, url string, db int) string {
 	t.Helper()
+	own, release, err := IsolatedRedisDB(url, db)
+	if err != nil {
+		t.Fatalf("redis: %v", err)
+	}
+	t.Cleanup(release)
+	return own
+}
+
+// IsolatedRedisDB is OwnRedisDB for a TestMain: it empties database db and returns its URL
+// and the func that empties it again when the tests are done.
+func IsolatedRedisDB(url string, db int) (string, func(), error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
 	opts.DB = db
 	client := redis.NewClient(opts)
 	ctx := context.Background()
 	if err := client.FlushDB(ctx).Err(); err != nil {
-		t.Fatalf("redis: %v", err)
+		_ = client.Close()
+		return "", nil, err
 	}
-	t.Cleanup(func() {
+	release := func() {
 		_ = client.FlushDB(ctx).Err()
 		_ = client.Close()
-	})
+	}
 	u, err := neturl.Parse(url)
 	if err != nil {
-		t.Fatal(err)
+		release()
+		return "", nil, err
 	}
 	u.Path = "/" + strconv.Itoa(db)
-	return u.String()
+	return u.String(), release, nil
 }
 
 // DropDatabases drops the databases services started with prefix created (prefix_<svc>).

@@ -24,6 +24,7 @@ import (
 	gwhttp "github.com/linkmesh/linkmesh/services/gateway/internal/http"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/redirect"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/session"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/webapp"
 )
 
 // Wire builds the gateway on what the boot path opened. It subscribes the redirect cache
@@ -37,6 +38,11 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 	cache := redirect.NewCache(cfg.RedirectCacheSize, redirect.LinkResolver{Links: link.New(linkHTTP), Keys: env.Keys})
 	subCtx, cancelSub := context.WithCancel(context.WithoutCancel(ctx))
 	if err := cache.Subscribe(subCtx, env.Stores.Redis, env.Logger); err != nil {
+		cancelSub()
+		return service.Parts{}, err
+	}
+	web, err := webapp.New(webapp.Config{CaptchaSiteKey: cfg.CaptchaSiteKey, CaptchaScriptURL: cfg.CaptchaScriptURL})
+	if err != nil {
 		cancelSub()
 		return service.Parts{}, err
 	}
@@ -59,6 +65,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		BaseURL:    cfg.BaseURL,
 		Captcha:    captcha.New(cfg.CaptchaVerifyURL, cfg.CaptchaSecret.Reveal(), transport),
 		Redirect:   redirect.NewHandler(cache, recorder, ips),
+		Web:        web,
 		Health:     map[string]gwhttp.Probe{pkgconfig.Auth: authHTTP.Ready, pkgconfig.Link: linkHTTP.Ready},
 		Logger:     env.Logger,
 	})

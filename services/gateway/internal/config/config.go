@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"strings"
 
 	"github.com/linkmesh/linkmesh/pkg/config"
@@ -26,6 +27,10 @@ type Config struct {
 	RedirectCacheSize int           `env:"LINKMESH_REDIRECT_CACHE_SIZE" envDefault:"100000"`
 	CaptchaVerifyURL  string        `env:"LINKMESH_CAPTCHA_VERIFY_URL"`
 	CaptchaSecret     config.Secret `env:"LINKMESH_CAPTCHA_SECRET"`
+	// CaptchaSiteKey and CaptchaScriptURL let the web application show the provider's widget
+	// (hCaptcha or Cloudflare Turnstile); the script's origin joins the pages' policy.
+	CaptchaSiteKey   string `env:"LINKMESH_CAPTCHA_SITE_KEY"`
+	CaptchaScriptURL string `env:"LINKMESH_CAPTCHA_SCRIPT_URL"`
 
 	// GeoIPDB is the path of a MaxMind DB country database; unset, countries come only from
 	// a trusted edge's CF-IPCountry and are otherwise Unknown.
@@ -68,6 +73,17 @@ func (c *Config) Validate() error {
 	if err := config.OptionalURL("LINKMESH_CAPTCHA_VERIFY_URL", c.CaptchaVerifyURL); err != nil {
 		return err
 	}
+	if err := config.Together("LINKMESH_CAPTCHA_SITE_KEY", c.CaptchaSiteKey, "LINKMESH_CAPTCHA_SCRIPT_URL", c.CaptchaScriptURL); err != nil {
+		return err
+	}
+	if c.CaptchaScriptURL != "" {
+		if c.CaptchaVerifyURL == "" {
+			return errors.New("LINKMESH_CAPTCHA_SITE_KEY needs LINKMESH_CAPTCHA_VERIFY_URL: a widget without a verifier proves nothing")
+		}
+		if u, err := url.Parse(c.CaptchaScriptURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			return fmt.Errorf("LINKMESH_CAPTCHA_SCRIPT_URL must be an https URL, got %q", c.CaptchaScriptURL)
+		}
+	}
 	c.Proxies = nil
 	for _, s := range c.TrustedProxies {
 		s = strings.TrimSpace(s)
@@ -91,6 +107,8 @@ func (c *Config) LogValue() slog.Value {
 		slog.Int("redirect_cache_size", c.RedirectCacheSize),
 		slog.String("captcha_verify_url", c.CaptchaVerifyURL),
 		slog.Any("captcha_secret", c.CaptchaSecret),
+		slog.String("captcha_site_key", c.CaptchaSiteKey),
+		slog.String("captcha_script_url", c.CaptchaScriptURL),
 		slog.Bool("cookie_secure", c.CookieSecure),
 		slog.String("geoip_db", c.GeoIPDB),
 		slog.Int("click_queue", c.ClickQueue),

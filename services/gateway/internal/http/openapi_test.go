@@ -28,6 +28,7 @@ import (
 	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/redirect"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/session"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/webapp"
 )
 
 // doc is the parsed OpenAPI document: nested map[string]any / []any, as YAML decodes it.
@@ -288,7 +289,12 @@ func newTestApp(t *testing.T, authDown *bool) *fiber.App {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(server.Options{Name: "gateway", Logger: log, TracerProvider: noop.NewTracerProvider()})
 	up := func(context.Context) error { return nil }
+	web, err := webapp.New(webapp.Config{})
+	if err != nil {
+		panic(err)
+	}
 	Register(srv.App(), Deps{
+		Web:      web,
 		Gate:     session.NewGate(sessions, keys, clientip.NewResolver(nil), clientip.NewKeyer(testSecret), false),
 		BaseURL:  "http://localhost:8080",
 		Redirect: redirect.NewHandler(redirect.NewCache(16, fakeLinks{}), nil, clientip.NewResolver(nil)),

@@ -21,6 +21,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/redirect"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/session"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/webapp"
 )
 
 // Probe checks that a dependency can serve.
@@ -112,6 +113,9 @@ type Deps struct {
 	// session or start one.
 	BaseURL  string
 	Redirect *redirect.Handler
+	// Web is the web application and the pages browsers get for refused visits; nil serves
+	// neither (JSON only).
+	Web *webapp.App
 	// Health lists the services /api/health needs, by name.
 	Health map[string]Probe
 	Logger *slog.Logger
@@ -131,7 +135,18 @@ func Register(app *fiber.App, d Deps) {
 	h.registerAuth(api)
 	h.registerGated(api)
 
-	app.Get("/:code", d.Redirect.Serve) // Fiber answers HEAD through the GET route
+	// Fiber answers HEAD through the GET routes.
+	if d.Web == nil {
+		app.Get("/:code", d.Redirect.Serve)
+		return
+	}
+	d.Web.Register(app)
+	app.Get("/:code", func(c *fiber.Ctx) error {
+		if err := d.Redirect.Serve(c); err != nil {
+			return d.Web.Refused(c, c.Params("code"), err)
+		}
+		return nil
+	})
 }
 
 type handlers struct{ Deps }

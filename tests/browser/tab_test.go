@@ -185,10 +185,11 @@ func (b *tab) route(fragment string) {
 	b.eval(`location.hash = `+js(fragment)+`; true`, nil)
 }
 
-// waitFor polls a script until it is true (15 s at most).
+// waitFor polls a script until it is true (30 s at most: make test runs other stacks beside
+// this one on two cores).
 func (b *tab) waitFor(script, what string) {
 	b.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var ok bool
 		b.eval(`!!(`+script+`)`, &ok)
@@ -198,7 +199,7 @@ func (b *tab) waitFor(script, what string) {
 		if time.Now().After(deadline) {
 			var text string
 			b.eval(`document.body ? document.body.innerText : ''`, &text)
-			b.t.Fatalf("waited 15 s for %s; the page shows:\n%s", what, text)
+			b.t.Fatalf("waited 30 s for %s; the page shows:\n%s", what, text)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -251,7 +252,7 @@ const lmClickable = (text, scope) => {
 
 // fill types value into the control labelled label (a checkbox takes "true"/"false"; a
 // select takes an option's value), within scope when given. It waits (10 s at most) for the
-// control to appear: pages render after the data they show arrives.
+// control to appear (20 s at most): pages render after the data they show arrives.
 func (b *tab) fill(label, value string, scope ...string) {
 	b.t.Helper()
 	b.retry("fill "+label, `
@@ -281,7 +282,7 @@ func (b *tab) click(text string, scope ...string) {
 // retry runs body (which returns ” when done, or why not, or throws) until it is done.
 func (b *tab) retry(what, body string) {
 	b.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var why string
 		b.eval(`(() => { try {`+helpers+body+`} catch (e) { return String(e.message || e); } })()`, &why)

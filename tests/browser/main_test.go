@@ -96,6 +96,8 @@ func run(m *testing.M) int {
 			// Every person here browses from 127.0.0.1: one client for the per-client windows.
 			"LINKMESH_REGISTER_LIMIT": "1000",
 			"LINKMESH_ANON_QUOTA":     "1000",
+			// The webhook test's receiver listens on loopback.
+			"LINKMESH_WEBHOOK_ALLOWED_CIDRS": "127.0.0.1/32",
 		},
 	})
 	if err != nil {

@@ -165,6 +165,7 @@ func startErr(ctx context.Context, err error, logger *slog.Logger) error {
 func printTable(cfg runConfig, svcs *stack.Services, ds *stack.Datastores, mongoURI, redisURL string, sink *testenv.MailSink) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "\nlinkmesh is running (Ctrl-C to stop)")
+	fmt.Fprintf(w, "web app\t%s/\t(open it in a browser)\n", svcs.GatewayURL)
 	fmt.Fprintf(w, "gateway\t%s\n", svcs.GatewayURL)
 	// Port order (8081…8085) reads better than start order.
 	for _, svc := range []string{"auth", "link", "analytics", "moderation", "quota"} {

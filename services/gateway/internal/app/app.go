@@ -41,10 +41,14 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		cancelSub()
 		return service.Parts{}, err
 	}
-	web, err := webapp.New(webapp.Config{CaptchaSiteKey: cfg.CaptchaSiteKey, CaptchaScriptURL: cfg.CaptchaScriptURL})
+	web, err := webapp.New(webapp.Config{CaptchaSiteKey: cfg.CaptchaSiteKey, CaptchaScriptURL: cfg.CaptchaScriptURL,
+		CaptchaRequired: cfg.CaptchaVerifyURL != ""})
 	if err != nil {
 		cancelSub()
 		return service.Parts{}, err
+	}
+	if cfg.CaptchaVerifyURL != "" && cfg.CaptchaSiteKey == "" {
+		env.Logger.Warn("captchas are verified but the web application has no widget (LINKMESH_CAPTCHA_SITE_KEY unset): anonymous visitors cannot shorten, register or report in a browser")
 	}
 	ips := clientip.NewResolver(cfg.Proxies)
 	recorder, closeGeo, err := newRecorder(cfg, env)

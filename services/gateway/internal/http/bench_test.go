@@ -23,6 +23,7 @@ import (
 	"github.com/linkmesh/linkmesh/services/gateway/internal/clientip"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/redirect"
 	"github.com/linkmesh/linkmesh/services/gateway/internal/session"
+	"github.com/linkmesh/linkmesh/services/gateway/internal/webapp"
 )
 
 // benchLinks is how many codes the redirect benchmarks visit in turn.
@@ -169,7 +170,12 @@ func benchGateway(b testing.TB, cache *redirect.Cache, visits int) (fasthttp.Req
 		b.Fatal(err)
 	}
 	ips := clientip.NewResolver(nil)
+	web, err := webapp.New(webapp.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	Register(srv.App(), Deps{
+		Web:      web,
 		Gate:     session.NewGate(nil, testenv.Keys(b, identity.Gateway), ips, clientip.NewKeyer(testSecret), false),
 		BaseURL:  "http://localhost:8080",
 		Redirect: redirect.NewHandler(cache, rec, ips),

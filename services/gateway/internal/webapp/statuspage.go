@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/linkmesh/linkmesh/pkg/clients/link"
 	"github.com/linkmesh/linkmesh/pkg/errs"
 )
 
@@ -36,14 +37,20 @@ func (a *App) Refused(c *fiber.Ctx, code string, err error) error {
 	c.Set(fiber.HeaderCacheControl, "private, no-store")
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 	title := html.EscapeString(p.title)
-	report := "/#/report?code=" + url.QueryEscape(code)
+	// Only a possible code is shown back: the page must not carry whatever text a made-up
+	// path holds.
+	shown, report := "", "/#/report"
+	if link.PlausibleCode(code) {
+		shown = `<p class="muted">Short link: <span class="code">/` + html.EscapeString(code) + `</span></p>
+`
+		report += "?code=" + url.QueryEscape(code)
+	}
 	page := `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>` + title + ` · linkmesh</title><link rel="icon" href="data:,"><link rel="stylesheet" href="` + a.css + `"></head>
 <body><main class="status-page"><h1>` + title + `</h1>
 <p>` + html.EscapeString(p.text) + `</p>
-<p class="muted">Short link: <span class="code">/` + html.EscapeString(code) + `</span></p>
-<p><a href="` + html.EscapeString(report) + `">Report a link</a> · <a href="/">Shorten a link with linkmesh</a></p>
+` + shown + `<p><a href="` + html.EscapeString(report) + `">Report a link</a> · <a href="/">Shorten a link with linkmesh</a></p>
 </main></body></html>
 `
 	return c.Status(status).SendString(page)

@@ -31,16 +31,21 @@ var dist embed.FS
 // Config is what the pages need to know of the deployment.
 type Config struct {
 	// CaptchaSiteKey and CaptchaScriptURL make the pages show the captcha provider's widget
-	// (hCaptcha or Cloudflare Turnstile); the script's origin is added to the policy. Both
-	// or neither.
+	// (hCaptcha or Cloudflare Turnstile); its origins are added to the policy. Both or
+	// neither.
 	CaptchaSiteKey   string
 	CaptchaScriptURL string
+	// CaptchaRequired says a verifier is configured: without a widget, the pages tell
+	// anonymous visitors that creating, registering and reporting need the API or a sign-in.
+	CaptchaRequired bool
 }
 
 // asset is one file ready to send.
 type asset struct {
 	body, gz, br []byte
-	etag, ctype  string
+	// etag is the content's; each coding's representation has its own tag (etag with
+	// "-gzip" or "-br" inside the quotes), as RFC 9110 §8.8.3 asks.
+	etag, ctype string
 	// cache is its Cache-Control: fingerprinted files never change, index.html revalidates.
 	cache string
 }
@@ -58,15 +63,15 @@ const immutable = "public, max-age=31536000, immutable"
 // New prepares every file: fingerprints, the index page with its configuration, compression.
 func New(cfg Config) (*App, error) {
 	a := &App{assets: map[string]*asset{}}
-	var captchaOrigin string
+	var captcha []string
 	if cfg.CaptchaScriptURL != "" {
 		u, err := url.Parse(cfg.CaptchaScriptURL)
 		if err != nil || u.Scheme != "https" || u.Host == "" {
 			return nil, fmt.Errorf("captcha script URL %q: want an https URL", cfg.CaptchaScriptURL)
 		}
-		captchaOrigin = u.Scheme + "://" + u.Host
+		captcha = CaptchaSources(u.Host)
 	}
-	a.csp = Policy(captchaOrigin)
+	a.csp = Policy(captcha...)
 	index, err := fs.ReadFile(dist, "dist/index.html")
 	if err != nil {
 		return nil, err
@@ -94,24 +99,39 @@ func New(cfg Config) (*App, error) {
 }
 
 // Policy is the Content-Security-Policy of every page: only our own files, no inline script
-// or style attribute, no eval, never framed; the captcha provider's origin (when set) may
-// serve its script and frame.
-func Policy(captchaOrigin string) string {
+// or style attribute, no eval, never framed; the captcha provider's sources (when set) may
+// serve its script, styles and frames and answer its calls.
+func Policy(captcha ...string) string {
 	script, frame, style, connect := "'self'", "'none'", "'self'", "'self'"
-	if captchaOrigin != "" {
-		script += " " + captchaOrigin
-		frame = captchaOrigin
-		style += " " + captchaOrigin
-		connect += " " + captchaOrigin
+	if len(captcha) > 0 {
+		extra := " " + strings.Join(captcha, " ")
+		script += extra
+		frame = strings.TrimSpace(extra)
+		style += extra
+		connect += extra
 	}
 	return "default-src 'self'; script-src " + script + "; style-src " + style + "; img-src 'self' data:; connect-src " + connect +
 		"; frame-src " + frame + "; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+}
+
+// CaptchaSources are the origins a captcha widget served from host needs. hCaptcha loads its
+// frame and answers from other hosts of its domain (its CSP guide lists hcaptcha.com and
+// *.hcaptcha.com); Turnstile and others serve everything from the script's own origin.
+func CaptchaSources(host string) []string {
+	host = strings.ToLower(host)
+	if host == "hcaptcha.com" || strings.HasSuffix(host, ".hcaptcha.com") {
+		return []string{"https://hcaptcha.com", "https://*.hcaptcha.com"}
+	}
+	return []string{"https://" + host}
 }
 
 // configTags are the <meta> elements that tell the script the deployment's settings (data,
 // not script, so the policy needs no inline script).
 func configTags(cfg Config) string {
 	if cfg.CaptchaSiteKey == "" || cfg.CaptchaScriptURL == "" {
+		if cfg.CaptchaRequired {
+			return `<meta name="linkmesh-captcha-unavailable" content="true">`
+		}
 		return ""
 	}
 	return `<meta name="linkmesh-captcha" content="` + html.EscapeString(cfg.CaptchaSiteKey) + `" data-script="` + html.EscapeString(cfg.CaptchaScriptURL) + `">`
@@ -162,14 +182,15 @@ func (a *App) Headers(c *fiber.Ctx) {
 func (a *App) send(c *fiber.Ctx, f *asset) error {
 	a.Headers(c)
 	c.Set(fiber.HeaderCacheControl, f.cache)
-	c.Set(fiber.HeaderETag, f.etag)
 	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
-	if matches(string(c.Request().Header.Peek(fiber.HeaderIfNoneMatch)), f.etag) {
+	enc := Encoding(string(c.Request().Header.Peek(fiber.HeaderAcceptEncoding)))
+	c.Set(fiber.HeaderETag, f.tag(enc))
+	if f.matches(string(c.Request().Header.Peek(fiber.HeaderIfNoneMatch))) {
 		return c.SendStatus(fiber.StatusNotModified)
 	}
 	c.Set(fiber.HeaderContentType, f.ctype)
 	body := f.body
-	switch enc := Encoding(string(c.Request().Header.Peek(fiber.HeaderAcceptEncoding))); enc {
+	switch enc {
 	case "br":
 		body = f.br
 		c.Set(fiber.HeaderContentEncoding, enc)
@@ -180,42 +201,58 @@ func (a *App) send(c *fiber.Ctx, f *asset) error {
 	return c.Status(fiber.StatusOK).Send(body)
 }
 
-// matches reports whether an If-None-Match header names etag (or is "*").
-func matches(header, etag string) bool {
+// tag is the ETag of the representation in coding enc ("" for none).
+func (f *asset) tag(enc string) string {
+	if enc == "" {
+		return f.etag
+	}
+	return strings.TrimSuffix(f.etag, `"`) + "-" + enc + `"`
+}
+
+// matches reports whether an If-None-Match header names any representation of the file (or
+// is "*"): they all carry the same content.
+func (f *asset) matches(header string) bool {
 	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimSpace(t)
-		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == f.etag || t == f.tag("gzip") || t == f.tag("br") {
 			return true
 		}
 	}
 	return false
 }
 
-// Encoding picks brotli, then gzip, from an Accept-Encoding header; a coding with q=0 is
-// refused, "*" stands for any coding not named. "" means the body goes as it is.
+// Encoding picks the coding to send from an Accept-Encoding header: brotli or gzip, whichever
+// the client weights higher (brotli on a tie), never one it gives q=0; "*" stands for any
+// coding not named. "" means the body goes as it is.
 func Encoding(header string) string {
 	q := map[string]float64{}
 	for _, part := range strings.Split(header, ",") {
-		name, params, _ := strings.Cut(part, ";")
-		name = strings.ToLower(strings.TrimSpace(name))
+		fields := strings.Split(part, ";")
+		name := strings.ToLower(strings.TrimSpace(fields[0]))
 		weight := 1.0
-		if v, ok := strings.CutPrefix(strings.ReplaceAll(strings.ToLower(params), " ", ""), "q="); ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				weight = f
+		for _, p := range fields[1:] {
+			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+			if strings.EqualFold(strings.TrimSpace(k), "q") {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f >= 0 && f <= 1 {
+					weight = f
+				} else {
+					weight = 0 // a malformed weight is no consent
+				}
 			}
 		}
 		if name != "" {
 			q[name] = weight
 		}
 	}
+	best, bestQ := "", 0.0
 	for _, enc := range []string{"br", "gzip"} {
 		w, named := q[enc]
 		if !named {
-			w, named = q["*"]
+			w = q["*"]
 		}
-		if named && w > 0 {
-			return enc
+		if w > bestQ {
+			best, bestQ = enc, w
 		}
 	}
-	return ""
+	return best
 }

@@ -12,6 +12,17 @@ export function captchaConfig() {
   return { siteKey, script: m.getAttribute('data-script') || '' };
 }
 
+// CaptchaUnavailable tells a visitor why an anonymous form will be refused: the deployment
+// verifies captchas but gave the pages no widget (LINKMESH_CAPTCHA_SITE_KEY unset).
+export function CaptchaUnavailable({ what }) {
+  if (!document.querySelector('meta[name="linkmesh-captcha-unavailable"]')) return null;
+  return (
+    <p class="alert alert-info" role="status">
+      This linkmesh asks for a captcha to {what}, but its operator has not set one up for browsers. <a href="#/login">Sign in</a> or use the REST API.
+    </p>
+  );
+}
+
 // The provider's global once its script has run.
 const provider = () => window.turnstile || window.hcaptcha;
 

@@ -7,7 +7,7 @@ import './app.css';
 import { post } from './api.js';
 import { loadMe, useMe, useRoute, go, isModerator, roleName, setUser, Loading } from './ui.jsx';
 import { CreatePage } from './pages/create.jsx';
-import { LoginPage, RegisterPage, ForgotPage, ResetPage, VerifyPage, finishIdpSignIn } from './pages/auth.jsx';
+import { LoginPage, RegisterPage, ForgotPage, ResetPage, VerifyPage, finishIdpSignIn, idpAnswer } from './pages/auth.jsx';
 import { DashboardPage } from './pages/dashboard.jsx';
 import { LinksPage } from './pages/links.jsx';
 import { AnalyticsPage } from './pages/analytics.jsx';
@@ -105,6 +105,7 @@ function App() {
   const entry = find(r.path);
   let body;
   if (!me.loaded) body = <Loading />;
+  else if (idpAnswer()) body = <Loading what="Signing you in" />;
   else if (!entry) body = <section class="page"><h1>Not found</h1><p>There is no page at {r.path}. <a href="#/">Shorten a link</a>.</p></section>;
   else if (entry.auth && !me.user) body = <LoginPage next={r.path} />;
   else if (entry.mod && !isModerator(me.user)) body = <section class="page"><h1>Not allowed</h1><p>This page is for moderators.</p></section>;

@@ -44,11 +44,20 @@ export const roleName = (r) => ({ user: 'user', moderator: 'moderator', super_ad
 
 // ---- navigation -------------------------------------------------------------------------
 
-// route returns the current fragment route: {path: "/links", params: URLSearchParams}.
+// route returns the current fragment route: {path: "/links", params: URLSearchParams}. The
+// path is decoded once; the query is left to URLSearchParams, so "a+b" or "a&b" in a search
+// stay what was typed. A malformed escape reads as the raw text rather than failing.
 export function route() {
-  const h = decodeURIComponent(location.hash.replace(/^#/, '')) || '/';
-  const [path, q = ''] = h.split('?');
-  return { path: path || '/', params: new URLSearchParams(q) };
+  const h = location.hash.replace(/^#/, '');
+  const i = h.indexOf('?');
+  const raw = i < 0 ? h : h.slice(0, i);
+  let path;
+  try {
+    path = decodeURIComponent(raw);
+  } catch {
+    path = raw;
+  }
+  return { path: path || '/', params: new URLSearchParams(i < 0 ? '' : h.slice(i + 1)) };
 }
 
 // go navigates inside the app.

@@ -13,7 +13,7 @@ const breakdowns = [
 ];
 
 export function AnalyticsPage({ route }) {
-  const code = decodeURIComponent(route.path.slice('/links/'.length));
+  const code = route.path.slice('/links/'.length); // route() decoded it
   const days = ranges.includes(Number(route.params.get('days'))) ? Number(route.params.get('days')) : 30;
   const [table, setTable] = useState(false);
   const [qr, setQR] = useState(false);
@@ -38,7 +38,7 @@ export function AnalyticsPage({ route }) {
           <dl class="stats" aria-label="Totals">
             <div><dt>Clicks</dt><dd data-testid="analytics-clicks">{num(a.data.total_clicks)}</dd></div>
             <div><dt>Unique visitors</dt><dd data-testid="analytics-visitors">{num(a.data.unique_visitors)}</dd></div>
-            <div><dt>Range</dt><dd class="muted">{a.data.from} – {a.data.to}</dd></div>
+            <div><dt>Range</dt><dd class="small">{a.data.from} – {a.data.to}</dd></div>
           </dl>
           <Card title="Over time" id="over-time">
             {table ? <SeriesTable series={a.data.timeseries} /> : <SeriesChart series={a.data.timeseries} />}

@@ -3,9 +3,10 @@
 import { useEffect, useState } from 'preact/hooks';
 import { get, post } from '../api.js';
 import { Alert, Button, Field, Page, go, setUser, useAction, useForm } from '../ui.jsx';
-import { Captcha, captchaConfig, resetCaptcha } from '../captcha.jsx';
+import { Captcha, CaptchaUnavailable, captchaConfig, resetCaptcha } from '../captcha.jsx';
 
-export function LoginPage({ next }) {
+export function LoginPage({ next, route }) {
+  const idpError = route && route.params.get('error');
   const f = useForm({ email: '', password: '' });
   const [needCaptcha, setNeedCaptcha] = useState(false);
   const [token, setToken] = useState('');
@@ -30,6 +31,7 @@ export function LoginPage({ next }) {
           <Field label="E-mail" type="email" required autoComplete="username" {...f.bind('email')} />
           <Field label="Password" type="password" required autoComplete="current-password" {...f.bind('password')} />
           {needCaptcha && <Captcha onToken={setToken} />}
+          {idpError && !login.error && <Alert error={`Signing in with Google did not work: ${idpError}`} />}
           <Alert error={login.error} />
           <div class="row">
             <Button busy={login.busy} type="submit">Sign in</Button>
@@ -69,6 +71,7 @@ export function RegisterPage() {
         <Field label="E-mail" type="email" required autoComplete="email" {...f.bind('email')} />
         <Field label="Password" type="password" required minLength={8} maxLength={128} autoComplete="new-password" hint="8 to 128 characters" {...f.bind('password')} />
         {captcha && <Captcha onToken={setToken} />}
+        <CaptchaUnavailable what="register" />
         <p class="muted">We mail you a link to verify the address; until then you can sign in but not create links.</p>
         <Alert error={register.error} />
         <Button busy={register.busy} type="submit">Register</Button>
@@ -173,24 +176,31 @@ function randomString() {
 // finishIdpSignIn completes a sign-in when the provider sent the browser back with an ID
 // token in the fragment: state and nonce must be the ones this tab sent.
 export async function finishIdpSignIn() {
-  const h = location.hash.replace(/^#/, '');
-  if (!h.startsWith('id_token=') && !h.includes('&id_token=')) return;
-  const p = new URLSearchParams(h);
+  if (!idpAnswer()) return;
+  const p = new URLSearchParams(location.hash.replace(/^#/, ''));
   history.replaceState(null, '', location.pathname); // the token leaves the address bar at once
   const sent = JSON.parse(sessionStorage.getItem('linkmesh-idp') || '{}');
   sessionStorage.removeItem('linkmesh-idp');
+  const fail = (why) => go(`/login?error=${encodeURIComponent(why)}`);
+  if (!sent.state || p.get('state') !== sent.state) return fail('the answer does not belong to this sign-in; try again');
+  if (p.get('error')) return fail(p.get('error_description') || p.get('error'));
   const idToken = p.get('id_token') || '';
-  if (!sent.state || p.get('state') !== sent.state || tokenNonce(idToken) !== sent.nonce) {
-    go('/login');
-    return;
-  }
+  if (tokenNonce(idToken) !== sent.nonce) return fail('the answer does not belong to this sign-in; try again');
   try {
     const r = await post('/api/auth/google', { id_token: idToken });
     setUser(r.user);
     go('/dashboard');
-  } catch {
-    go('/login');
+  } catch (e) {
+    fail(e.message);
   }
+  return undefined;
+}
+
+// idpAnswer reports whether the fragment is the provider's answer (a token or an error)
+// rather than a route of the app.
+export function idpAnswer() {
+  const p = new URLSearchParams(location.hash.replace(/^#/, ''));
+  return p.has('state') && (p.has('id_token') || p.has('error'));
 }
 
 function tokenNonce(jwt) {

@@ -1,8 +1,8 @@
 // The home page: shorten a link, anonymous or signed in.
 import { useState } from 'preact/hooks';
-import { inTime, post, seg } from '../api.js';
+import { post, seg } from '../api.js';
 import { Alert, Button, Copy, Field, Page, useAction, useForm, useMe, when } from '../ui.jsx';
-import { Captcha, captchaConfig, resetCaptcha } from '../captcha.jsx';
+import { Captcha, CaptchaUnavailable, captchaConfig, resetCaptcha } from '../captcha.jsx';
 
 // The allowed expiry range per caller (CONTRACT § Links): anonymous 1–30 days, registered 1–365.
 const maxDays = (user) => (user ? 365 : 30);
@@ -40,6 +40,7 @@ export function CreatePage() {
           {user && <Field label="Custom code (optional)" pattern="[A-Za-z0-9_\-]{3,32}" hint="3–32 letters, digits, - or _" {...f.bind('code')} />}
         </div>
         {captcha && <Captcha onToken={setToken} />}
+        {!user && <CaptchaUnavailable what="shorten a link without an account" />}
         <p id="create-note" class="muted">
           {user ? 'Links count against your quota; see the dashboard.' : <>Anonymous links last up to 30 days. <a href="#/register">Register</a> for longer links, custom codes and analytics.</>}
         </p>
@@ -59,7 +60,6 @@ function Result({ r }) {
         <p class="short"><a href={r.short_url} data-testid="short-url">{r.short_url}</a> <Copy text={r.short_url} /></p>
         <p class="muted url">to {r.destination_url}</p>
         <p>Expires {when(r.expires_at)}.</p>
-        {r.quota && <p class="muted">{r.quota.remaining} of {r.quota.limit} creations left in this window{r.quota.reset_seconds ? `; the oldest frees up ${inTime(r.quota.reset_seconds)}` : ''}.</p>}
         <p><a href={`/api/links/${seg(r.short_code)}/qr?format=png&size=512`} download={`${r.short_code}.png`}>Download the QR code</a></p>
       </div>
       <img class="qr" src={`/api/links/${seg(r.short_code)}/qr?format=svg`} alt={`QR code of ${r.short_url}`} width="160" height="160" />

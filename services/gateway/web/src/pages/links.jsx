@@ -38,18 +38,18 @@ export function LinksPage({ route }) {
       )}
       {list.data && list.data.links.length > 0 && (
         <div class="table-wrap">
-          <table class="data">
+          <table class="data cards">
             <caption class="sr-only">Your links, newest first</caption>
             <thead><tr><th scope="col">Short link</th><th scope="col">Destination</th><th scope="col">State</th><th scope="col" class="num">Clicks</th><th scope="col">Expires</th><th scope="col">Actions</th></tr></thead>
             <tbody>
               {list.data.links.map((l) => (
                 <tr key={l.id} data-testid={`link-${l.short_code}`}>
-                  <td><a class="code" href={`#/links/${seg(l.short_code)}`}>{l.short_code}</a></td>
-                  <td class="url">{l.destination_url}</td>
-                  <td><StateBadge link={l} /></td>
-                  <td class="num">{num(l.click_count)}</td>
-                  <td>{l.auto_renew ? 'never' : when(l.expires_at)}</td>
-                  <td>
+                  <td data-label="Short link"><a class="code" href={`#/links/${seg(l.short_code)}`}>{l.short_code}</a></td>
+                  <td data-label="Destination" class="url">{l.destination_url}</td>
+                  <td data-label="State"><StateBadge link={l} /></td>
+                  <td data-label="Clicks" class="num">{num(l.click_count)}</td>
+                  <td data-label="Expires">{l.auto_renew ? 'never' : when(l.expires_at)}</td>
+                  <td data-label="Actions">
                     <div class="actions-cell">
                       <Copy text={l.short_url} />
                       <button type="button" class="btn btn-secondary btn-small" onClick={() => setDialog({ kind: 'qr', link: l })} aria-label={`QR code of ${l.short_code}`}>QR</button>

@@ -3,7 +3,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { post } from '../api.js';
 import { Alert, Button, Field, Page, useAction, useForm } from '../ui.jsx';
-import { Captcha, captchaConfig } from '../captcha.jsx';
+import { Captcha, CaptchaUnavailable, captchaConfig } from '../captcha.jsx';
 
 const REASONS = [
   ['spam', 'Spam'],
@@ -87,6 +87,7 @@ export function ReportPage({ route }) {
           {...f.bind('details')}
         />
         {captcha && <Captcha onToken={setToken} reset={reset} />}
+        <CaptchaUnavailable what="send a report" />
         <Alert error={problem || send.error} />
         <Button busy={send.busy} type="submit">Send report</Button>
       </form>

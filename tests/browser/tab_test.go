@@ -312,7 +312,8 @@ func first(s []string) string {
 }
 
 // check runs axe-core on the page as it stands and fails on serious or critical
-// violations, then writes the page's screenshots at 1280 and 390 px as name-<width>.png.
+// violations, checks that it fits a 360 px screen, then writes its screenshots at 1280 and
+// 390 px as name-<width>.png.
 func (b *tab) check(name string) {
 	b.t.Helper()
 	var violations []string
@@ -324,6 +325,25 @@ func (b *tab) check(name string) {
 })()`, &violations)
 	if len(violations) > 0 {
 		b.t.Errorf("axe on %s: %d serious or critical violation(s):\n  %s", name, len(violations), strings.Join(violations, "\n  "))
+	}
+	// Nothing may make a phone's page wider than its screen (tables scroll inside their box).
+	b.do(chromedp.EmulateViewport(360, 800))
+	time.Sleep(150 * time.Millisecond) // the chart follows the width
+	var overflow struct {
+		By     int
+		Widest []string
+	}
+	b.eval(`(() => {
+  const by = document.documentElement.scrollWidth - window.innerWidth;
+  // The culprits: elements that reach past the screen inside a parent that does not.
+  const past = (el) => el.getBoundingClientRect().right > window.innerWidth + 0.5;
+  const scrolls = (el) => el && /auto|scroll|hidden/.test(getComputedStyle(el).overflowX);
+  const first = [...document.body.querySelectorAll('*')].filter((el) => past(el) && el.parentElement && !past(el.parentElement) && !scrolls(el.parentElement));
+  const name = (el) => el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).trim().replace(/\s+/g, '.') : '') + (el.id ? '#' + el.id : '');
+  return { By: by, Widest: first.slice(0, 5).map((el) => name(el.parentElement) + ' > ' + name(el) + ' ' + Math.round(el.getBoundingClientRect().width) + 'px') };
+})()`, &overflow)
+	if overflow.By > 0 {
+		b.t.Errorf("%s is %d px wider than a 360 px screen: %s", name, overflow.By, strings.Join(overflow.Widest, ", "))
 	}
 	for _, w := range []int64{1280, 390} {
 		b.do(chromedp.EmulateViewport(w, 900, chromedp.EmulateScale(1)))

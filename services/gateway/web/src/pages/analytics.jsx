@@ -70,9 +70,12 @@ function SeriesChart({ series }) {
       axes: [{}, { size: 50 }],
       scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(4, max)] } },
     }, [xs, series.map((d) => d.clicks), series.map((d) => d.unique_visitors)], el);
-    const onResize = () => plot.setSize({ width: width(), height: 260 });
-    addEventListener('resize', onResize);
-    return () => { removeEventListener('resize', onResize); plot.destroy(); };
+    // The chart follows its box (a rotated phone, a resized window).
+    const watch = new ResizeObserver(() => {
+      if (Math.abs(plot.width - width()) > 1) plot.setSize({ width: width(), height: 260 });
+    });
+    watch.observe(el);
+    return () => { watch.disconnect(); plot.destroy(); };
   }, [series]);
   // The chart is a picture for sighted users; the table toggle gives everyone the numbers.
   return <div class="chart" ref={ref} role="img" aria-label={`Clicks per day: ${series.reduce((s, d) => s + d.clicks, 0)} in all; use "Show numbers as tables" for each day`} />;

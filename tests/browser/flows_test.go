@@ -171,6 +171,16 @@ func TestAccountJourney(t *testing.T) {
 	b.see("main", "This session")
 	b.see("main", email)
 	b.check("account")
+
+	// Sign out: the header offers signing in again, and the session is gone for the API too.
+	b.click("Sign out", "header")
+	b.see("header", "Sign in")
+	b.see("main h1", "Sign in")
+	var me int
+	b.eval(`fetch('/api/auth/me').then((r) => r.status)`, &me)
+	if me != 401 {
+		t.Fatalf("after signing out /api/auth/me answers %d", me)
+	}
 }
 
 // A visitor reports a link; a moderator resolves the report by disabling the link from the
@@ -249,6 +259,38 @@ func TestSuperAdminChangesARoleAndReadsTheAuditLog(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+
+	// Ban another user with their links, then unban them.
+	troublemaker := newEmail("troublemaker")
+	tid := registerByAPI(t, troublemaker)
+	login := call(t, "POST", "/api/auth/login", `{"email":"`+troublemaker+`","password":"`+password+`"}`, nil)
+	code := ""
+	{
+		a := call(t, "POST", "/api/links/shorten", `{"url":"https://spam.example/offer"}`, map[string]string{"Cookie": cookieOf(t, login)})
+		var l struct {
+			ShortCode string `json:"short_code"`
+		}
+		if err := json.Unmarshal(a.Body, &l); a.Status != 201 || err != nil {
+			t.Fatalf("their link: %d %s", a.Status, a.Body)
+		}
+		code = l.ShortCode
+	}
+	b.fill("Search e-mail or name", troublemaker)
+	b.click("Search", "main")
+	trow := `[data-testid="row-` + tid + `"]`
+	b.see(trow, troublemaker)
+	b.click("Ban", trow)
+	b.fill("Reason", "spam", "dialog[open]")
+	b.fill("Also disable their links", "true", "dialog[open]")
+	b.check("admin-users-ban")
+	b.click("Ban", "dialog[open]")
+	b.see("main", troublemaker+" is banned. 1 link disabled.")
+	if a := call(t, "GET", "/"+code, "", nil); a.Status != 403 {
+		t.Fatalf("their link after the ban with links = %d, want 403", a.Status)
+	}
+	b.see(trow, "banned")
+	b.click("Unban", trow)
+	b.see("main", troublemaker+" is active again.")
 
 	b.route("/admin/audit")
 	b.see("main table", id)

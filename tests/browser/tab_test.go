@@ -340,7 +340,8 @@ func (b *tab) check(name string) {
   const scrolls = (el) => el && /auto|scroll|hidden/.test(getComputedStyle(el).overflowX);
   const first = [...document.body.querySelectorAll('*')].filter((el) => past(el) && el.parentElement && !past(el.parentElement) && !scrolls(el.parentElement));
   const name = (el) => el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).trim().replace(/\s+/g, '.') : '') + (el.id ? '#' + el.id : '');
-  return { By: by, Widest: first.slice(0, 5).map((el) => name(el.parentElement) + ' > ' + name(el) + ' ' + Math.round(el.getBoundingClientRect().width) + 'px') };
+  const shown = first.length ? first : [...document.body.querySelectorAll('*')].filter(past).slice(-5);
+  return { By: by, Widest: shown.slice(0, 5).map((el) => name(el.parentElement) + ' > ' + name(el) + ' ' + Math.round(el.getBoundingClientRect().width) + 'px') };
 })()`, &overflow)
 	if overflow.By > 0 {
 		b.t.Errorf("%s is %d px wider than a 360 px screen: %s", name, overflow.By, strings.Join(overflow.Widest, ", "))

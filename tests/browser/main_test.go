@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/linkmesh/linkmesh/pkg/testenv"
+	"github.com/linkmesh/linkmesh/tests/internal/oidcissuer"
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
 
@@ -23,6 +24,7 @@ const (
 	adminEmail    = "root@lnk.example"
 	adminPassword = "correct horse battery staple"
 	password      = "s3cret-passphrase"
+	oidcClientID  = "linkmesh-browser.apps.example"
 	// redisDB is this package's Redis database (images use 13, observability 14).
 	redisDB = 12
 )
@@ -32,6 +34,7 @@ var (
 	mails    *testenv.MailSink // the mail linkmesh sent
 	dbPrefix string
 	browser  context.Context // the running Chromium; each person gets a browser context of it
+	issuer   *oidcissuer.Issuer
 	axe      string          // axe-core's source, run in every page
 	shotDir  string          // where the screenshots go
 )
@@ -83,6 +86,11 @@ func run(m *testing.M) int {
 	}
 	defer mails.Stop()
 	dbPrefix = testenv.Name("browser")
+	if issuer, err = oidcissuer.Start(oidcClientID); err != nil {
+		fmt.Fprintln(os.Stderr, "browser:", err)
+		return 1
+	}
+	defer issuer.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	// No LINKMESH_BASE_URL: the stack makes the gateway's own address the deployment's
@@ -96,6 +104,9 @@ func run(m *testing.M) int {
 			// Every person here browses from 127.0.0.1: one client for the per-client windows.
 			"LINKMESH_REGISTER_LIMIT": "1000",
 			"LINKMESH_ANON_QUOTA":     "1000",
+			"LINKMESH_OIDC_ISSUER":            issuer.URL,
+			"LINKMESH_OIDC_CLIENT_ID":         oidcClientID,
+			"LINKMESH_OIDC_AUTHORIZATION_URL": issuer.AuthorizationURL(),
 			// The webhook test's receiver listens on loopback.
 			"LINKMESH_WEBHOOK_ALLOWED_CIDRS": "127.0.0.1/32",
 		},

@@ -227,7 +227,7 @@ func TestIdentityProviderLogin(t *testing.T) {
 		t.Fatalf("idp-config: %d %s", r.status, r.body)
 	}
 	email := "grace." + dbPrefix + "@example.com"
-	r = do(t, "POST", "/api/auth/google", `{"id_token":"`+issuer.token("sub-"+dbPrefix, email, nil)+`"}`, newClientIP())
+	r = do(t, "POST", "/api/auth/google", `{"id_token":"`+issuer.Token("sub-"+dbPrefix, email, nil)+`"}`, newClientIP())
 	u, _ := r.object(t)["user"].(map[string]any)
 	if r.status != 200 || u["auth_provider"] != "google" || u["email"] != email || sessionCookie(r) == "" {
 		t.Fatalf("google login: %d %s", r.status, r.body)
@@ -239,7 +239,7 @@ func TestIdentityProviderLogin(t *testing.T) {
 		"unverified e-mail":  {"email_verified": false},
 		"no e-mail verified": {"email_verified": nil},
 	} {
-		r := do(t, "POST", "/api/auth/google", `{"id_token":"`+issuer.token("sub-x", "x@example.com", override)+`"}`, newClientIP())
+		r := do(t, "POST", "/api/auth/google", `{"id_token":"`+issuer.Token("sub-x", "x@example.com", override)+`"}`, newClientIP())
 		if r.status != 401 || sessionCookie(r) != "" {
 			t.Errorf("%s: %d %s", name, r.status, r.body)
 		}
@@ -253,7 +253,7 @@ func TestIdentityProviderLogin(t *testing.T) {
 // owner takes the account over: the squatter's password and sessions stop working.
 func TestIdentityProviderLinkTakesOverTheAccount(t *testing.T) {
 	squatter := register(t)
-	r := do(t, "POST", "/api/auth/google", `{"id_token":"`+issuer.token("owner-"+squatter.id, squatter.email, nil)+`"}`, newClientIP())
+	r := do(t, "POST", "/api/auth/google", `{"id_token":"`+issuer.Token("owner-"+squatter.id, squatter.email, nil)+`"}`, newClientIP())
 	u, _ := r.object(t)["user"].(map[string]any)
 	if r.status != 200 || u["id"] != squatter.id || u["auth_provider"] != "google" {
 		t.Fatalf("link: %d %s", r.status, r.body)
@@ -274,10 +274,10 @@ func TestIdentityProviderLinkTakesOverTheAccount(t *testing.T) {
 func TestIdentityProviderFailuresAreLimited(t *testing.T) {
 	ip := newClientIP()
 	for i := 0; i < loginFailures; i++ {
-		r := do(t, "POST", "/api/auth/google", `{"id_token":"`+issuer.token("s", "x@example.com", map[string]any{"aud": "other"})+`"}`, ip)
+		r := do(t, "POST", "/api/auth/google", `{"id_token":"`+issuer.Token("s", "x@example.com", map[string]any{"aud": "other"})+`"}`, ip)
 		r.wantError(t, 401, "invalid identity token")
 	}
-	r := do(t, "POST", "/api/auth/google", `{"id_token":"`+issuer.token("s", "x@example.com", nil)+`"}`, ip)
+	r := do(t, "POST", "/api/auth/google", `{"id_token":"`+issuer.Token("s", "x@example.com", nil)+`"}`, ip)
 	r.wantError(t, 429, "too many failed login attempts")
 	if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 {
 		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/testenv"
+	"github.com/linkmesh/linkmesh/tests/internal/oidcissuer"
 	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
 
@@ -26,7 +27,7 @@ var (
 	dbPrefix  string
 	dnsServer *testenv.DNS
 	otlp      *otlpReceiver
-	issuer    *oidcIssuer
+	issuer    *oidcissuer.Issuer
 	services  *stack.Services   // the running stack, for drills that kill and restart a service
 	mails     *testenv.MailSink // the mail the stack sent
 )
@@ -71,7 +72,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer otlp.Close()
-	if issuer, err = startOIDCIssuer(oidcClientID); err != nil {
+	if issuer, err = oidcissuer.Start(oidcClientID); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
@@ -108,7 +109,7 @@ func run(m *testing.M) int {
 			"OTEL_BSP_SCHEDULE_DELAY":           "100",
 			"LINKMESH_BOOTSTRAP_ADMIN_EMAIL":    adminEmail,
 			"LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": adminPassword,
-			"LINKMESH_OIDC_ISSUER":              issuer.url,
+			"LINKMESH_OIDC_ISSUER":              issuer.URL,
 			"LINKMESH_OIDC_CLIENT_ID":           oidcClientID,
 			"LINKMESH_LOGIN_MAX_FAILURES":       itoa(loginFailures),
 			"LINKMESH_GEOIP_DB":                 geoDB,

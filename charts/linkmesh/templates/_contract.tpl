@@ -18,7 +18,7 @@ auth:
   calls: [quota, moderation, link]
   mongodb: true
   secrets: [LINKMESH_INTERNAL_KEY, LINKMESH_INTERNAL_CERTS, LINKMESH_REDIS_URL, LINKMESH_MONGODB_URI, LINKMESH_BOOTSTRAP_ADMIN_EMAIL, LINKMESH_BOOTSTRAP_ADMIN_PASSWORD, LINKMESH_OIDC_ISSUER, LINKMESH_OIDC_CLIENT_ID, LINKMESH_SMTP_URL]
-  settings: [baseURL, sessionTTL, loginRecordRetention, oidcJWKSURL, mailFrom, emailVerification]
+  settings: [baseURL, sessionTTL, loginRecordRetention, oidcJWKSURL, oidcAuthorizationURL, mailFrom, emailVerification]
 link:
   calls: [quota, analytics, moderation]
   mongodb: true
@@ -66,6 +66,7 @@ captchaScriptURL: LINKMESH_CAPTCHA_SCRIPT_URL
 sessionTTL: LINKMESH_SESSION_TTL
 loginRecordRetention: LINKMESH_LOGIN_RECORD_RETENTION
 oidcJWKSURL: LINKMESH_OIDC_JWKS_URL
+oidcAuthorizationURL: LINKMESH_OIDC_AUTHORIZATION_URL
 mailFrom: LINKMESH_MAIL_FROM
 emailVerification: LINKMESH_EMAIL_VERIFICATION
 dnsTimeout: LINKMESH_DNS_TIMEOUT

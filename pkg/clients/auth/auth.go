@@ -212,6 +212,9 @@ type IDPConfig struct {
 	Provider string `json:"provider"`
 	ClientID string `json:"client_id,omitempty"`
 	Issuer   string `json:"issuer,omitempty"`
+	// AuthorizationEndpoint is where a browser signs in for an ID token (the web
+	// application's "Sign in with Google"); absent when none is known.
+	AuthorizationEndpoint string `json:"authorization_endpoint,omitempty"`
 }
 
 // RoleRequest is the body of POST /api/admin/users/{id}/role.

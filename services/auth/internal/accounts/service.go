@@ -42,9 +42,11 @@ type Options struct {
 	RequireVerification bool
 	// SessionTTL is how long a session lives.
 	SessionTTL time.Duration
-	// Issuer and ClientID are the identity provider's public settings for IDPConfig.
-	Issuer   string
-	ClientID string
+	// Issuer, ClientID and AuthorizationURL are the identity provider's public settings for
+	// IDPConfig.
+	Issuer           string
+	ClientID         string
+	AuthorizationURL string
 	// Attempts, when set, counts login attempts by method (password, oidc) and result
 	// (success, failure, limited).
 	Attempts *prometheus.CounterVec
@@ -74,6 +76,7 @@ type Service struct {
 	ttl        time.Duration
 	issuer     string
 	clientID   string
+	authURL    string
 	now        func() time.Time
 	log        *slog.Logger
 	dummyHash  string
@@ -103,7 +106,7 @@ func New(ctx context.Context, opts Options) (*Service, error) {
 		return nil, fmt.Errorf("hash dummy password: %w", err)
 	}
 	return &Service{store: opts.Store, tokens: opts.Tokens, quota: opts.Quota, idp: opts.IDP, hasher: opts.Hasher,
-		audit: opts.Audit, links: opts.Links, mail: opts.Mail, baseURL: strings.TrimRight(opts.BaseURL, "/"), verify: opts.RequireVerification, ttl: opts.SessionTTL, issuer: opts.Issuer, clientID: opts.ClientID, now: millis(opts.Now),
+		audit: opts.Audit, links: opts.Links, mail: opts.Mail, baseURL: strings.TrimRight(opts.BaseURL, "/"), verify: opts.RequireVerification, ttl: opts.SessionTTL, issuer: opts.Issuer, clientID: opts.ClientID, authURL: authorizationURL(opts.Issuer, opts.AuthorizationURL), now: millis(opts.Now),
 		log: opts.Logger, dummyHash: dummy, attempts: opts.Attempts}, nil
 }
 
@@ -326,9 +329,27 @@ func (s *Service) Logout(ctx context.Context, token string) error {
 func (s *Service) IDPConfig() auth.IDPConfig {
 	cfg := auth.IDPConfig{Enabled: s.idp.Enabled(), Provider: auth.ProviderGoogle}
 	if cfg.Enabled {
-		cfg.ClientID, cfg.Issuer = s.clientID, s.issuer
+		cfg.ClientID, cfg.Issuer, cfg.AuthorizationEndpoint = s.clientID, s.issuer, s.authURL
 	}
 	return cfg
+}
+
+// googleIssuer and googleAuthorization are Google's, the one provider whose browser sign-in
+// address is known without a setting.
+const (
+	googleIssuer        = "https://accounts.google.com"
+	googleAuthorization = "https://accounts.google.com/o/oauth2/v2/auth"
+)
+
+// authorizationURL is where browsers sign in: the setting, else Google's for Google's issuer.
+func authorizationURL(issuer, setting string) string {
+	if setting != "" {
+		return setting
+	}
+	if strings.TrimRight(issuer, "/") == googleIssuer {
+		return googleAuthorization
+	}
+	return ""
 }
 
 // superAdmin checks that the caller is a super admin, both in the gateway's token and in the

@@ -48,7 +48,7 @@ func Wire(ctx context.Context, cfg *config.Config, env *service.Env) (service.Pa
 		Links:      link.New(env.Peer(pkgconfig.Link, cfg.LinkURL, 0)),
 		SessionTTL: cfg.SessionTTL, Logger: env.Logger,
 		IDP:    idp.New(idp.Config{Issuer: cfg.OIDCIssuer, ClientID: cfg.OIDCClientID, JWKSURL: cfg.OIDCJWKSURL}),
-		Issuer: cfg.OIDCIssuer, ClientID: cfg.OIDCClientID,
+		Issuer: cfg.OIDCIssuer, ClientID: cfg.OIDCClientID, AuthorizationURL: cfg.OIDCAuthorizationURL,
 		Attempts: env.Metrics.CounterVec("login_attempts_total", "Login attempts by method (password, oidc) and result (success, failure, limited).", "method", "result"),
 	})
 	if err != nil {

@@ -42,6 +42,9 @@ type Config struct {
 	OIDCClientID string `env:"LINKMESH_OIDC_CLIENT_ID"`
 	// OIDCJWKSURL, when set, is where the issuer's keys are fetched; discovery is skipped.
 	OIDCJWKSURL string `env:"LINKMESH_OIDC_JWKS_URL"`
+	// OIDCAuthorizationURL is where the web application sends a browser to sign in for an ID
+	// token; unset, Google's for Google's issuer (no other is guessed).
+	OIDCAuthorizationURL string `env:"LINKMESH_OIDC_AUTHORIZATION_URL"`
 
 	// BootstrapAdminEmail and BootstrapAdminPassword name the first super admin, ensured at
 	// every start; both or neither.
@@ -73,6 +76,7 @@ func (c *Config) Validate() error {
 		config.Together("LINKMESH_OIDC_ISSUER", c.OIDCIssuer, "LINKMESH_OIDC_CLIENT_ID", c.OIDCClientID),
 		config.OptionalURL("LINKMESH_OIDC_ISSUER", c.OIDCIssuer),
 		config.OptionalURL("LINKMESH_OIDC_JWKS_URL", c.OIDCJWKSURL),
+		config.OptionalURL("LINKMESH_OIDC_AUTHORIZATION_URL", c.OIDCAuthorizationURL),
 		config.Together("LINKMESH_BOOTSTRAP_ADMIN_EMAIL", c.BootstrapAdminEmail,
 			"LINKMESH_BOOTSTRAP_ADMIN_PASSWORD", c.BootstrapAdminPassword.Reveal()),
 	} {
@@ -116,6 +120,7 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("oidc_issuer", c.OIDCIssuer),
 		slog.String("oidc_client_id", c.OIDCClientID),
 		slog.String("oidc_jwks_url", c.OIDCJWKSURL),
+		slog.String("oidc_authorization_url", c.OIDCAuthorizationURL),
 		slog.Bool("bootstrap_admin", c.BootstrapAdminEmail != ""),
 		slog.Any("bootstrap_admin_password", c.BootstrapAdminPassword),
 		slog.Any("smtp_url", c.SMTPURL),

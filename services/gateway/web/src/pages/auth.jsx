@@ -140,15 +140,14 @@ export function VerifyPage({ route }) {
 }
 
 // ---- signing in with the identity provider ------------------------------------------------
-// The browser goes to the provider's authorization endpoint for an ID token (implicit flow,
-// response_mode=fragment) and comes back to /#id_token=…; no provider script runs on our pages.
-
-const googleAuthorize = 'https://accounts.google.com/o/oauth2/v2/auth';
+// The browser goes to the provider's authorization endpoint (idp-config's
+// authorization_endpoint) for an ID token (implicit flow) and comes back to /#id_token=…; no
+// provider script runs on our pages.
 
 function IdpSignIn() {
   const [cfg, setCfg] = useState(null);
   useEffect(() => { get('/api/auth/idp-config').then(setCfg, () => setCfg(null)); }, []);
-  if (!cfg || !cfg.enabled || !cfg.client_id) return null;
+  if (!cfg || !cfg.enabled || !cfg.client_id || !cfg.authorization_endpoint) return null;
   const start = () => {
     const nonce = randomString();
     const state = randomString();
@@ -157,7 +156,7 @@ function IdpSignIn() {
       client_id: cfg.client_id, response_type: 'id_token', scope: 'openid email profile',
       redirect_uri: location.origin + '/', nonce, state, prompt: 'select_account',
     });
-    location.assign(`${googleAuthorize}?${q}`);
+    location.assign(`${cfg.authorization_endpoint}?${q}`);
   };
   return (
     <section class="card" aria-labelledby="idp-title">

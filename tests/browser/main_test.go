@@ -35,8 +35,8 @@ var (
 	dbPrefix string
 	browser  context.Context // the running Chromium; each person gets a browser context of it
 	issuer   *oidcissuer.Issuer
-	axe      string          // axe-core's source, run in every page
-	shotDir  string          // where the screenshots go
+	axe      string // axe-core's source, run in every page
+	shotDir  string // where the screenshots go
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -102,8 +102,8 @@ func run(m *testing.M) int {
 			"LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": adminPassword,
 			"LINKMESH_SMTP_URL":                 mails.SMTPURL,
 			// Every person here browses from 127.0.0.1: one client for the per-client windows.
-			"LINKMESH_REGISTER_LIMIT": "1000",
-			"LINKMESH_ANON_QUOTA":     "1000",
+			"LINKMESH_REGISTER_LIMIT":         "1000",
+			"LINKMESH_ANON_QUOTA":             "1000",
 			"LINKMESH_OIDC_ISSUER":            issuer.URL,
 			"LINKMESH_OIDC_CLIENT_ID":         oidcClientID,
 			"LINKMESH_OIDC_AUTHORIZATION_URL": issuer.AuthorizationURL(),

@@ -26,7 +26,8 @@ deps: ## Install what local runs and tests need (redis-server, PostgreSQL 15 wit
 	@deploy/local/install-deps.sh
 	@deploy/local/install-store.sh $(DATA)/store-build $(STORE_MIRROR)
 
-web-deps: ## Install the web application's locked npm packages (esbuild, preact, uPlot, axe-core) into services/gateway/web/node_modules
+web-deps: ## Install Chromium and npm if missing, and the web application's locked npm packages (esbuild, preact, uPlot, axe-core) into services/gateway/web/node_modules
+	@deploy/local/install-deps.sh --test
 	@cd $(WEB) && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else echo "web-deps: up to date"; fi
 
 web: web-deps ## Rebuild the web application into services/gateway/internal/webapp/dist (commit the result; a test compares it with a fresh build)

@@ -2,8 +2,8 @@
 # install-deps.sh ensures this machine has what local runs and tests need:
 # redis-server, wrk (for benchmarks), and curl with the CA certificates (to fetch
 # the GeoIP database), openssl (the chart test makes internal keys the way the
-# chart's README tells operators to), Chromium (the web application's browser tests)
-# and npm (its build). The MongoDB wire-protocol store (PostgreSQL
+# chart's README tells operators to); with --test also Chromium (the web application's
+# browser tests) and npm (its build and axe-core). The MongoDB wire-protocol store (PostgreSQL
 # with DocumentDB) is install-store.sh's.
 #
 # It is idempotent: it installs only what is missing, runs apt-get update at
@@ -92,5 +92,8 @@ ensure wrk wrk find_wrk
 ensure curl curl find_curl
 ensure ca-certificates ca-certificates find_cacerts
 ensure openssl openssl find_openssl
-ensure chromium chromium find_chromium
-ensure npm npm find_npm
+# Only the tests need a browser and npm (`make run` serves the committed bundle).
+if [[ "${1:-}" == "--test" ]]; then
+	ensure chromium chromium find_chromium
+	ensure npm npm find_npm
+fi

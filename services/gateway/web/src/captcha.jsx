@@ -3,6 +3,7 @@
 //   <meta name="linkmesh-captcha" content="SITEKEY" data-script="https://provider/api.js">
 // No meta, no captcha: the API then ignores captcha_token (CONTRACT § Links).
 import { useEffect, useRef } from 'preact/hooks';
+import { post } from './api.js';
 
 // captchaConfig returns {siteKey, script} or null when no captcha is configured.
 export function captchaConfig() {
@@ -10,6 +11,18 @@ export function captchaConfig() {
   const siteKey = m && (m.getAttribute('content') || '').trim();
   if (!siteKey) return null;
   return { siteKey, script: m.getAttribute('data-script') || '' };
+}
+
+// postWithCaptcha posts body to path, with the solved captcha token when a widget is
+// configured and needed; then it asks for a new challenge, since a token is good for one
+// request whatever the answer.
+export async function postWithCaptcha(path, body, token, needed = true) {
+  if (!needed || !captchaConfig()) return post(path, body);
+  try {
+    return await post(path, { ...body, captcha_token: token });
+  } finally {
+    resetCaptcha();
+  }
 }
 
 // CaptchaUnavailable tells a visitor why an anonymous form will be refused: the deployment

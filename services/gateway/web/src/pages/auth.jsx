@@ -3,7 +3,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { get, post } from '../api.js';
 import { Alert, Button, Field, Page, go, setUser, useAction, useForm } from '../ui.jsx';
-import { Captcha, CaptchaUnavailable, captchaConfig, resetCaptcha } from '../captcha.jsx';
+import { Captcha, CaptchaUnavailable, captchaConfig, postWithCaptcha } from '../captcha.jsx';
 
 export function LoginPage({ next, route }) {
   const idpError = route && route.params.get('error');
@@ -12,15 +12,13 @@ export function LoginPage({ next, route }) {
   const [token, setToken] = useState('');
   const login = useAction(async () => {
     const body = { email: f.values.email.trim(), password: f.values.password };
-    if (needCaptcha) body.captcha_token = token;
     try {
-      const r = await post('/api/auth/login', body);
+      const r = await postWithCaptcha('/api/auth/login', body, token, needCaptcha);
       setUser(r.user);
       go(next && next !== '/login' ? next : '/dashboard');
     } catch (e) {
       // Past an e-mail's failure ceiling a login needs a captcha (when one is configured).
       if (e.status === 400 && /captcha_token is required/.test(e.message) && captchaConfig()) setNeedCaptcha(true);
-      if (needCaptcha) resetCaptcha(); // a captcha token is good for one request
       throw e;
     }
   });
@@ -50,14 +48,7 @@ export function RegisterPage() {
   const [token, setToken] = useState('');
   const captcha = captchaConfig();
   const register = useAction(async () => {
-    const body = { ...f.values, email: f.values.email.trim() };
-    if (captcha) body.captcha_token = token;
-    let r;
-    try {
-      r = await post('/api/auth/register', body);
-    } finally {
-      if (captcha) resetCaptcha(); // a captcha token is good for one request
-    }
+    const r = await postWithCaptcha('/api/auth/register', { ...f.values, email: f.values.email.trim() }, token);
     setUser(r.user);
     go('/dashboard');
   });

@@ -1,8 +1,8 @@
 // The home page: shorten a link, anonymous or signed in.
 import { useState } from 'preact/hooks';
-import { post, seg } from '../api.js';
+import { seg } from '../api.js';
 import { Alert, Button, Copy, Field, Page, useAction, useForm, useMe, when } from '../ui.jsx';
-import { Captcha, CaptchaUnavailable, captchaConfig, resetCaptcha } from '../captcha.jsx';
+import { Captcha, CaptchaUnavailable, captchaConfig, postWithCaptcha } from '../captcha.jsx';
 
 // The allowed expiry range per caller (CONTRACT § Links): anonymous 1–30 days, registered 1–365.
 const maxDays = (user) => (user ? 365 : 30);
@@ -16,13 +16,7 @@ export function CreatePage() {
   const create = useAction(async () => {
     const body = { url: f.values.url.trim(), expiration_days: Number(f.values.days) };
     if (user && f.values.code.trim()) body.custom_code = f.values.code.trim();
-    if (captcha) body.captcha_token = token;
-    let r;
-    try {
-      r = await post('/api/links/shorten', body);
-    } finally {
-      if (captcha) resetCaptcha(); // a captcha token is good for one request
-    }
+    const r = await postWithCaptcha('/api/links/shorten', body, token, !user);
     setResult(r);
     f.set((v) => ({ ...v, url: '', code: '' }));
   });

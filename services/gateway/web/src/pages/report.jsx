@@ -1,9 +1,8 @@
 // Report an abusive short link to the moderators: public, signed in or not
 // (POST /api/reports, CONTRACT § Public reports).
 import { useEffect, useState } from 'preact/hooks';
-import { post } from '../api.js';
 import { Alert, Button, Field, Page, useAction, useForm } from '../ui.jsx';
-import { Captcha, CaptchaUnavailable, captchaConfig } from '../captcha.jsx';
+import { Captcha, CaptchaUnavailable, captchaConfig, postWithCaptcha } from '../captcha.jsx';
 
 const REASONS = [
   ['spam', 'Spam'],
@@ -25,7 +24,6 @@ export function codeOf(input) {
 export function ReportPage({ route }) {
   const f = useForm({ link: (route && route.params.get('code')) || '', reason: '', details: '' });
   const [token, setToken] = useState('');
-  const [reset, setReset] = useState(0);
   const [sent, setSent] = useState(false);
   const [problem, setProblem] = useState('');
   const captcha = captchaConfig();
@@ -36,13 +34,7 @@ export function ReportPage({ route }) {
   const send = useAction(async () => {
     const body = { short_code: codeOf(f.values.link), reason: f.values.reason };
     if (f.values.details.trim()) body.details = f.values.details.trim();
-    if (captcha) body.captcha_token = token;
-    try {
-      await post('/api/reports', body);
-    } catch (e) {
-      if (captcha) setReset((n) => n + 1); // the token is spent either way
-      throw e;
-    }
+    await postWithCaptcha('/api/reports', body, token);
     setSent(true);
     f.set({ link: '', reason: '', details: '' });
   });
@@ -86,7 +78,7 @@ export function ReportPage({ route }) {
           hint={`Optional. ${f.values.details.length} of ${MAX_DETAILS} characters${left <= 100 ? ` (${left} left)` : ''}`}
           {...f.bind('details')}
         />
-        {captcha && <Captcha onToken={setToken} reset={reset} />}
+        {captcha && <Captcha onToken={setToken} />}
         <CaptchaUnavailable what="send a report" />
         <Alert error={problem || send.error} />
         <Button busy={send.busy} type="submit">Send report</Button>

@@ -1,7 +1,7 @@
 // The admin console: counters, users, links, the two moderation queues and (for super admins)
 // login records and the audit log. Each section is its own fragment route (#/admin/users).
 // The page only offers what the caller's role suggests; the API decides every call.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { get, post, del, query, seg } from '../api.js';
 import {
   Page, Alert, Loading, Empty, Field, useForm, useAction, useLoad, Button, Dialog, Pager,
@@ -96,6 +96,14 @@ function Listing({ listing, items, empty, caption, cols, row }) {
   const { list, page, setPage } = listing;
   const d = list.data;
   const rows = d ? d[items] || [] : [];
+  // Each cell carries its column's name, which a phone shows beside it (table.cards).
+  const table = useRef();
+  useEffect(() => {
+    if (!table.current) return;
+    for (const tr of table.current.tBodies[0].rows) {
+      [...tr.cells].forEach((td, i) => td.setAttribute('data-label', cols[i] || ''));
+    }
+  });
   return (
     <>
       <Alert error={list.error} />
@@ -103,7 +111,7 @@ function Listing({ listing, items, empty, caption, cols, row }) {
       {d && rows.length === 0 && <Empty>{empty}</Empty>}
       {rows.length > 0 && (
         <div class="table-wrap">
-          <table class="data">
+          <table class="data cards" ref={table}>
             <caption class="sr-only">{caption}</caption>
             <thead>
               <tr>{cols.map((c) => <th scope="col" key={c}>{c}</th>)}</tr>

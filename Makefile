@@ -17,7 +17,7 @@ CHART_GO_TESTS ?= 1
 .DEFAULT_GOAL := help
 WEB      := services/gateway/web
 
-.PHONY: help deps web web-deps geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin soak drills fmt lint tidy clean tools chart-check chart-docs images images-runtime skaffold-check
+.PHONY: help deps web web-deps web-npm geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin soak drills fmt lint tidy clean tools chart-check chart-docs images images-runtime skaffold-check
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -26,11 +26,14 @@ deps: ## Install what local runs and tests need (redis-server, PostgreSQL 15 wit
 	@deploy/local/install-deps.sh
 	@deploy/local/install-store.sh $(DATA)/store-build $(STORE_MIRROR)
 
-web-deps: ## Install Chromium and npm if missing, and the web application's locked npm packages (esbuild, preact, uPlot, axe-core) into services/gateway/web/node_modules
+web-deps: ## Install what the web application's tests need: Chromium and npm if missing, then its locked npm packages
 	@deploy/local/install-deps.sh --test
-	@cd $(WEB) && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else echo "web-deps: up to date"; fi
+	@$(MAKE) --no-print-directory web-npm
 
-web: web-deps ## Rebuild the web application into services/gateway/internal/webapp/dist (commit the result; a test compares it with a fresh build)
+web-npm: ## Install the web application's locked npm packages (esbuild, preact, uPlot, axe-core) into services/gateway/web/node_modules
+	@cd $(WEB) && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else echo "web-npm: up to date"; fi
+
+web: web-npm ## Rebuild the web application into services/gateway/internal/webapp/dist (commit the result; a test compares it with a fresh build)
 	@cd $(WEB) && node build.mjs
 
 build: ## Build every service and the local tools into ./bin

@@ -53,7 +53,7 @@ func run(m *testing.M) int {
 	}
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "browser: no chromium on PATH (make deps installs Debian's)")
+		fmt.Fprintln(os.Stderr, "browser: no chromium on PATH (make web-deps installs Debian's)")
 		return 1
 	}
 	src, err := os.ReadFile("../../services/gateway/web/node_modules/axe-core/axe.min.js")
@@ -116,6 +116,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	gw = svcs.GatewayURL
+	issuer.RedirectURI = gw + "/" // what an operator registers with the provider
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.DisableGPU,

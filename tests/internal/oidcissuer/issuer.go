@@ -24,6 +24,9 @@ import (
 type Issuer struct {
 	// URL is the issuer (and the base of its endpoints); ClientID the audience it signs for.
 	URL, ClientID string
+	// RedirectURI, when set, is the one redirect_uri the client registered: any other is
+	// refused, as a real provider does.
+	RedirectURI string
 
 	srv *http.Server
 	key *rsa.PrivateKey
@@ -92,7 +95,7 @@ func (o *Issuer) Refuse() {
 func (o *Issuer) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	back, err := url.Parse(q.Get("redirect_uri"))
-	if err != nil || back.Scheme == "" || q.Get("client_id") != o.ClientID {
+	if err != nil || back.Scheme == "" || q.Get("client_id") != o.ClientID || (o.RedirectURI != "" && q.Get("redirect_uri") != o.RedirectURI) {
 		http.Error(w, "unknown client or redirect_uri", http.StatusBadRequest)
 		return
 	}

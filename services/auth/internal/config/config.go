@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/config"
@@ -72,11 +74,20 @@ func (c *Config) Validate() error {
 	if c.OIDCJWKSURL != "" && c.OIDCIssuer == "" {
 		return errors.New("LINKMESH_OIDC_JWKS_URL needs LINKMESH_OIDC_ISSUER and LINKMESH_OIDC_CLIENT_ID")
 	}
+	if c.OIDCAuthorizationURL != "" {
+		if c.OIDCIssuer == "" {
+			return errors.New("LINKMESH_OIDC_AUTHORIZATION_URL needs LINKMESH_OIDC_ISSUER and LINKMESH_OIDC_CLIENT_ID")
+		}
+		// Browsers carry the ID token back from it: https, but on this machine's loopback.
+		if u, err := url.Parse(c.OIDCAuthorizationURL); err != nil || u.Host == "" ||
+			(u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname()))) {
+			return fmt.Errorf("LINKMESH_OIDC_AUTHORIZATION_URL must be an https URL (http only on loopback), got %q", c.OIDCAuthorizationURL)
+		}
+	}
 	for _, check := range []error{
 		config.Together("LINKMESH_OIDC_ISSUER", c.OIDCIssuer, "LINKMESH_OIDC_CLIENT_ID", c.OIDCClientID),
 		config.OptionalURL("LINKMESH_OIDC_ISSUER", c.OIDCIssuer),
 		config.OptionalURL("LINKMESH_OIDC_JWKS_URL", c.OIDCJWKSURL),
-		config.OptionalURL("LINKMESH_OIDC_AUTHORIZATION_URL", c.OIDCAuthorizationURL),
 		config.Together("LINKMESH_BOOTSTRAP_ADMIN_EMAIL", c.BootstrapAdminEmail,
 			"LINKMESH_BOOTSTRAP_ADMIN_PASSWORD", c.BootstrapAdminPassword.Reveal()),
 	} {
@@ -127,4 +138,13 @@ func (c *Config) LogValue() slog.Value {
 		slog.String("mail_from", c.MailFrom),
 		slog.String("email_verification", c.EmailVerification),
 	)
+}
+
+// loopback reports whether host is localhost or a loopback address.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

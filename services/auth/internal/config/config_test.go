@@ -24,7 +24,7 @@ func setInternal(t *testing.T) {
 // clearEnv sets every variable the service reads to empty, so the host's values don't leak in.
 func clearEnv(t *testing.T) {
 	for _, k := range []string{"LINKMESH_LISTEN_ADDR", "LINKMESH_MONGODB_DATABASE", "LINKMESH_SESSION_TTL",
-		"LINKMESH_LOGIN_RECORD_RETENTION", "LINKMESH_OIDC_ISSUER", "LINKMESH_OIDC_CLIENT_ID", "LINKMESH_OIDC_JWKS_URL", "LINKMESH_QUOTA_URL",
+		"LINKMESH_LOGIN_RECORD_RETENTION", "LINKMESH_OIDC_ISSUER", "LINKMESH_OIDC_CLIENT_ID", "LINKMESH_OIDC_JWKS_URL", "LINKMESH_OIDC_AUTHORIZATION_URL", "LINKMESH_QUOTA_URL",
 		"LINKMESH_BOOTSTRAP_ADMIN_EMAIL", "LINKMESH_BOOTSTRAP_ADMIN_PASSWORD"} {
 		t.Setenv(k, "")
 	}
@@ -60,6 +60,7 @@ func TestLoadReadsSettings(t *testing.T) {
 		"LINKMESH_OIDC_CLIENT_ID": "cid", "LINKMESH_OIDC_JWKS_URL": "https://www.googleapis.com/oauth2/v3/certs",
 		"LINKMESH_BOOTSTRAP_ADMIN_EMAIL": " Admin@Example.com ", "LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": "correct-horse",
 		"LINKMESH_QUOTA_URL": "http://127.0.0.1:9085", "LINKMESH_LOGIN_RECORD_RETENTION": "24h",
+		"LINKMESH_OIDC_AUTHORIZATION_URL": "https://accounts.google.com/o/oauth2/v2/auth?hd=example.com",
 	} {
 		t.Setenv(k, v)
 	}
@@ -69,28 +70,33 @@ func TestLoadReadsSettings(t *testing.T) {
 	}
 	if cfg.SessionTTL != 2*time.Hour || cfg.OIDCIssuer != "https://accounts.google.com" || cfg.OIDCClientID != "cid" ||
 		cfg.OIDCJWKSURL == "" || cfg.BootstrapAdminPassword.Reveal() != "correct-horse" || cfg.QuotaURL != "http://127.0.0.1:9085" ||
-		cfg.LoginRecordRetention != 24*time.Hour {
+		cfg.LoginRecordRetention != 24*time.Hour || cfg.OIDCAuthorizationURL != "https://accounts.google.com/o/oauth2/v2/auth?hd=example.com" {
 		t.Fatalf("config = %+v", cfg)
 	}
 }
 
 func TestLoadRejects(t *testing.T) {
 	cases := map[string]map[string]string{
-		"no internal key":          {"LINKMESH_INTERNAL_KEY": ""},
-		"no certificates":          {"LINKMESH_INTERNAL_CERTS": ""},
-		"tiny session ttl":         {"LINKMESH_SESSION_TTL": "30s"},
-		"huge session ttl":         {"LINKMESH_SESSION_TTL": "9000h"},
-		"bad session ttl":          {"LINKMESH_SESSION_TTL": "a week"},
-		"retention under a day":    {"LINKMESH_LOGIN_RECORD_RETENTION": "23h59m"},
-		"retention zero":           {"LINKMESH_LOGIN_RECORD_RETENTION": "0s"},
-		"retention negative":       {"LINKMESH_LOGIN_RECORD_RETENTION": "-2160h"},
-		"bad retention":            {"LINKMESH_LOGIN_RECORD_RETENTION": "90 days"},
-		"issuer without client":    {"LINKMESH_OIDC_ISSUER": "https://accounts.google.com"},
-		"client without issuer":    {"LINKMESH_OIDC_CLIENT_ID": "cid"},
-		"relative issuer":          {"LINKMESH_OIDC_ISSUER": "accounts.google.com", "LINKMESH_OIDC_CLIENT_ID": "cid"},
-		"jwks without issuer":      {"LINKMESH_OIDC_JWKS_URL": "https://www.googleapis.com/oauth2/v3/certs"},
-		"bad jwks url":             {"LINKMESH_OIDC_ISSUER": "https://a.example", "LINKMESH_OIDC_CLIENT_ID": "c", "LINKMESH_OIDC_JWKS_URL": "ftp://x"},
-		"bad quota url":            {"LINKMESH_QUOTA_URL": "quota:8085"},
+		"no internal key":              {"LINKMESH_INTERNAL_KEY": ""},
+		"no certificates":              {"LINKMESH_INTERNAL_CERTS": ""},
+		"tiny session ttl":             {"LINKMESH_SESSION_TTL": "30s"},
+		"huge session ttl":             {"LINKMESH_SESSION_TTL": "9000h"},
+		"bad session ttl":              {"LINKMESH_SESSION_TTL": "a week"},
+		"retention under a day":        {"LINKMESH_LOGIN_RECORD_RETENTION": "23h59m"},
+		"retention zero":               {"LINKMESH_LOGIN_RECORD_RETENTION": "0s"},
+		"retention negative":           {"LINKMESH_LOGIN_RECORD_RETENTION": "-2160h"},
+		"bad retention":                {"LINKMESH_LOGIN_RECORD_RETENTION": "90 days"},
+		"issuer without client":        {"LINKMESH_OIDC_ISSUER": "https://accounts.google.com"},
+		"client without issuer":        {"LINKMESH_OIDC_CLIENT_ID": "cid"},
+		"relative issuer":              {"LINKMESH_OIDC_ISSUER": "accounts.google.com", "LINKMESH_OIDC_CLIENT_ID": "cid"},
+		"jwks without issuer":          {"LINKMESH_OIDC_JWKS_URL": "https://www.googleapis.com/oauth2/v3/certs"},
+		"bad jwks url":                 {"LINKMESH_OIDC_ISSUER": "https://a.example", "LINKMESH_OIDC_CLIENT_ID": "c", "LINKMESH_OIDC_JWKS_URL": "ftp://x"},
+		"bad quota url":                {"LINKMESH_QUOTA_URL": "quota:8085"},
+		"authorization without issuer": {"LINKMESH_OIDC_AUTHORIZATION_URL": "https://a.example/authorize"},
+		"authorization over http": {"LINKMESH_OIDC_ISSUER": "https://a.example", "LINKMESH_OIDC_CLIENT_ID": "c",
+			"LINKMESH_OIDC_AUTHORIZATION_URL": "http://a.example/authorize"},
+		"relative authorization": {"LINKMESH_OIDC_ISSUER": "https://a.example", "LINKMESH_OIDC_CLIENT_ID": "c",
+			"LINKMESH_OIDC_AUTHORIZATION_URL": "/authorize"},
 		"admin email without pass": {"LINKMESH_BOOTSTRAP_ADMIN_EMAIL": "a@example.com"},
 		"admin pass without email": {"LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": "correct-horse"},
 		"admin email invalid":      {"LINKMESH_BOOTSTRAP_ADMIN_EMAIL": "Admin <a@example.com>", "LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": "correct-horse"},

@@ -66,15 +66,22 @@ export function resetCaptcha() {
   const box = document.querySelector('.h-captcha.cf-turnstile');
   try {
     if (window.turnstile && box) window.turnstile.reset(box);
-    else if (window.hcaptcha) window.hcaptcha.reset();
+    else if (window.hcaptcha && box) window.hcaptcha.reset(widgetID(box));
   } catch { /* no widget rendered yet */ }
   if (current) current('');
 }
 
+// widgetID is the hCaptcha widget in box: the id render() returned, or the one hCaptcha wrote
+// on a widget it rendered by itself. Without an id, reset() would reset the page's first
+// widget, which after moving between pages may be a removed one.
+function widgetID(box) {
+  const frame = box.querySelector('iframe[data-hcaptcha-widget-id]');
+  return box.dataset.widgetId || box.getAttribute('data-hcaptcha-widget-id') || (frame && frame.getAttribute('data-hcaptcha-widget-id')) || undefined;
+}
+
 // Captcha renders the widget and hands each solved token to onToken ('' when it expires).
-// When no captcha is configured it renders nothing. `reset` (optional): change its value to
-// ask for a new challenge.
-export function Captcha({ onToken, reset }) {
+// When no captcha is configured it renders nothing.
+export function Captcha({ onToken }) {
   const cfg = captchaConfig();
   const box = useRef();
   const cb = useRef(onToken);
@@ -90,19 +97,18 @@ export function Captcha({ onToken, reset }) {
       // The script ran on an earlier page: it renders by itself only the widgets present
       // when it loaded, so this one is rendered explicitly.
       try {
-        p.render(box.current, {
+        const id = p.render(box.current, {
           sitekey: cfg.siteKey,
           callback: window.linkmeshCaptcha,
           'expired-callback': window.linkmeshCaptchaExpired,
         });
+        if (id !== undefined && id !== null) box.current.dataset.widgetId = String(id);
       } catch { /* the provider refused: the form will say captcha verification failed */ }
     } else {
       loadScript(cfg.script); // renders every .h-captcha / .cf-turnstile once it has loaded
     }
     return () => { if (current === mine) current = null; };
   }, []);
-
-  useEffect(() => { if (reset) resetCaptcha(); }, [reset]);
 
   if (!cfg) return null;
   return (

@@ -1,7 +1,7 @@
 // The linkmesh web application: one page, routes in the URL fragment (/#/links), every
 // action through the public REST API.
 import { render } from 'preact';
-import { useEffect } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import 'uplot/dist/uPlot.min.css';
 import './app.css';
 import { post } from './api.js';
@@ -101,12 +101,16 @@ function Unverified() {
 function App() {
   const me = useMe();
   const r = useRoute();
-  useEffect(() => { finishIdpSignIn(); }, []);
+  // While the provider's answer is being taken, nothing else renders (the token is in the
+  // fragment until finishIdpSignIn removes it).
+  const [signingIn, setSigningIn] = useState(idpAnswer());
+  // (The route it moves to arrives with a hashchange event, queued before this timeout.)
+  useEffect(() => { finishIdpSignIn().finally(() => setTimeout(() => setSigningIn(false), 0)); }, []);
   const entry = find(r.path);
   let body;
-  if (!me.loaded) body = <Loading />;
-  else if (idpAnswer()) body = <Loading what="Signing you in" />;
-  else if (!entry) body = <section class="page"><h1>Not found</h1><p>There is no page at {r.path}. <a href="#/">Shorten a link</a>.</p></section>;
+  if (signingIn) body = <Loading what="Signing you in" />;
+  else if (!me.loaded) body = <Loading />;
+  else if (!entry) body = <section class="page"><h1>Not found</h1><p>There is no page {r.path.startsWith('/') ? `at ${r.path}` : 'here'}. <a href="#/">Shorten a link</a>.</p></section>;
   else if (entry.auth && !me.user) body = <LoginPage next={r.path} />;
   else if (entry.mod && !isModerator(me.user)) body = <section class="page"><h1>Not allowed</h1><p>This page is for moderators.</p></section>;
   else {

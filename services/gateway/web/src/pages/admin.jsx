@@ -96,7 +96,7 @@ function Listing({ listing, items, empty, caption, cols, row }) {
   const { list, page, setPage } = listing;
   const d = list.data;
   const rows = d ? d[items] || [] : [];
-  // Each cell carries its column's name, which a phone shows beside it (table.cards).
+  // Each cell carries its column's name, which a phone shows above it (table.cards).
   const table = useRef();
   useEffect(() => {
     if (!table.current) return;

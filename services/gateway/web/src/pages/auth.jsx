@@ -147,7 +147,10 @@ function IdpSignIn() {
       client_id: cfg.client_id, response_type: 'id_token', scope: 'openid email profile',
       redirect_uri: location.origin + '/', nonce, state, prompt: 'select_account',
     });
-    location.assign(`${cfg.authorization_endpoint}?${q}`);
+    // The endpoint may carry a query of its own (a policy, a tenant): add to it.
+    const u = new URL(cfg.authorization_endpoint);
+    q.forEach((v, k) => u.searchParams.set(k, v));
+    location.assign(u.toString());
   };
   return (
     <section class="card" aria-labelledby="idp-title">

@@ -423,7 +423,8 @@ func TestImagesStart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			port, metricsPort := freePort(t), freePort(t)
+			ports := freePorts(t, 2)
+			port, metricsPort := ports[0], ports[1]
 			vars := map[string]string{
 				"LINKMESH_LISTEN_ADDR":      "127.0.0.1:" + port,
 				"LINKMESH_METRICS_ADDR":     "127.0.0.1:" + metricsPort,
@@ -775,14 +776,21 @@ func mergeEnv(base []string, vars map[string]string) []string {
 	return out
 }
 
-func freePort(t *testing.T) string {
+// freePorts returns n loopback ports that were free a moment ago, all different: each stays
+// held until all are picked (two ports picked one after the other can be the same one, which
+// once made a service's metrics listener collide with its API's).
+func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ports []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
 	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	return ports
 }
 
 func secret(t *testing.T) string {

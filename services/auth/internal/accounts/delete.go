@@ -2,7 +2,6 @@ package accounts
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/linkmesh/linkmesh/pkg/clients/auth"
@@ -34,10 +33,7 @@ func (s *Service) DeleteAccount(ctx context.Context, caller identity.Caller, req
 	if err := signedInSession(caller); err != nil {
 		return err
 	}
-	u, err := s.store.UserByID(ctx, caller.UserID)
-	if errors.Is(err, ErrUserNotFound) {
-		return sessionInvalid()
-	}
+	u, err := s.sessionUser(ctx, caller)
 	if err != nil {
 		return err
 	}

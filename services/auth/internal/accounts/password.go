@@ -37,10 +37,7 @@ func (s *Service) ChangePassword(ctx context.Context, caller identity.Caller, re
 	if err := validateNewPassword(req.NewPassword); err != nil {
 		return auth.Session{}, err
 	}
-	u, err := s.store.UserByID(ctx, caller.UserID)
-	if errors.Is(err, ErrUserNotFound) {
-		return auth.Session{}, sessionInvalid()
-	}
+	u, err := s.sessionUser(ctx, caller)
 	if err != nil {
 		return auth.Session{}, err
 	}

@@ -22,6 +22,16 @@ func signedInSession(caller identity.Caller) error {
 	return nil
 }
 
+// sessionUser is the account of a signed-in session (see signedInSession); an account gone
+// since the session was checked makes the session invalid.
+func (s *Service) sessionUser(ctx context.Context, caller identity.Caller) (User, error) {
+	u, err := s.store.UserByID(ctx, caller.UserID)
+	if errors.Is(err, ErrUserNotFound) {
+		return User{}, sessionInvalid()
+	}
+	return u, err
+}
+
 // Sessions lists the caller's live sessions, newest first, the one they call from marked
 // current: when each began, was last seen (to the minute) and with what User-Agent. Never
 // a token, never an address.

@@ -106,10 +106,7 @@ func (s *Service) ResendVerification(ctx context.Context, caller identity.Caller
 	if err := signedInSession(caller); err != nil {
 		return err
 	}
-	u, err := s.store.UserByID(ctx, caller.UserID)
-	if errors.Is(err, ErrUserNotFound) {
-		return sessionInvalid()
-	}
+	u, err := s.sessionUser(ctx, caller)
 	if err != nil {
 		return err
 	}

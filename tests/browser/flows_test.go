@@ -220,8 +220,8 @@ func TestReportedLinkIsDisabledFromTheQueue(t *testing.T) {
 	v.expect(403, `^/`+code+`$`)
 	v.visit("/" + code)
 	v.see("h1", "This short link has been disabled")
-	if v.docStatus != 403 {
-		t.Fatalf("the page of a disabled link came with %d", v.docStatus)
+	if s := v.pageStatus(); s != 403 {
+		t.Fatalf("the page of a disabled link came with %d", s)
 	}
 	v.see("main", "Report a link")
 	v.check("link-disabled")

@@ -35,7 +35,8 @@ func TestPageAndVisitHeaders(t *testing.T) {
 		}
 	}
 
-	// A disabled and an expired link, and an unknown code.
+	// A disabled link and an unknown code (an expired one takes a day; webapp's unit tests
+	// cover the 410 page).
 	root := adminCookie(t)
 	disabled := shortenAnon(t, "https://example.com/to-disable")
 	if a := call(t, "POST", "/api/admin/links/"+disabled+"/disable", `{"reason":"test"}`, map[string]string{"Cookie": root}); a.Status != 200 {

@@ -30,7 +30,7 @@ type tab struct {
 	mu     sync.Mutex
 	faults []string
 	allow  []allowance
-	// docStatus is the status of the last document the tab loaded.
+	// docStatus is the status of the last document the tab loaded (see pageStatus).
 	docStatus int
 }
 
@@ -144,6 +144,13 @@ func (b *tab) do(steps ...chromedp.Action[chromedp.Void]) {
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		b.t.Fatalf("browser: %v", err)
 	}
+}
+
+// pageStatus is the HTTP status of the last document the tab loaded.
+func (b *tab) pageStatus() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.docStatus
 }
 
 // eval runs a script in the page and decodes its value into out (nil: ignore it).

@@ -113,8 +113,7 @@ type Deps struct {
 	// session or start one.
 	BaseURL  string
 	Redirect *redirect.Handler
-	// Web is the web application and the pages browsers get for refused visits; nil serves
-	// neither (JSON only).
+	// Web is the web application and the pages browsers get for refused visits.
 	Web *webapp.App
 	// Health lists the services /api/health needs, by name.
 	Health map[string]Probe
@@ -136,10 +135,6 @@ func Register(app *fiber.App, d Deps) {
 	h.registerGated(api)
 
 	// Fiber answers HEAD through the GET routes.
-	if d.Web == nil {
-		app.Get("/:code", d.Redirect.Serve)
-		return
-	}
 	d.Web.Register(app)
 	app.Get("/:code", func(c *fiber.Ctx) error {
 		if err := d.Redirect.Serve(c); err != nil {

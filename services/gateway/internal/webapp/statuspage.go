@@ -33,7 +33,7 @@ func (a *App) Refused(c *fiber.Ctx, code string, err error) error {
 	if !ok || !WantsPage(c) {
 		return err
 	}
-	a.Headers(c)
+	a.headers(c)
 	c.Set(fiber.HeaderCacheControl, "private, no-store")
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 	title := html.EscapeString(p.title)

@@ -172,15 +172,15 @@ func (a *App) Register(app *fiber.App) {
 	})
 }
 
-// Headers sets the security headers every page carries.
-func (a *App) Headers(c *fiber.Ctx) {
+// headers sets the security headers every page carries.
+func (a *App) headers(c *fiber.Ctx) {
 	c.Set(fiber.HeaderContentSecurityPolicy, a.csp)
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 	c.Set(fiber.HeaderReferrerPolicy, "strict-origin-when-cross-origin")
 }
 
 func (a *App) send(c *fiber.Ctx, f *asset) error {
-	a.Headers(c)
+	a.headers(c)
 	c.Set(fiber.HeaderCacheControl, f.cache)
 	c.Set(fiber.HeaderVary, fiber.HeaderAcceptEncoding)
 	enc := Encoding(string(c.Request().Header.Peek(fiber.HeaderAcceptEncoding)))

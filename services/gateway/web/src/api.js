@@ -39,7 +39,6 @@ export async function api(method, path, body, headers = {}) {
 
 export const get = (path) => api('GET', path);
 export const post = (path, body = {}, headers) => api('POST', path, body, headers);
-export const patch = (path, body) => api('PATCH', path, body);
 export const del = (path, body) => api('DELETE', path, body);
 
 // query builds "?a=1&b=2" from the entries that have a value.

@@ -60,9 +60,9 @@ function globals() {
   window.linkmeshCaptchaExpired = () => current && current('');
 }
 
-// resetCaptcha asks for a new challenge: a token is good for one request only, so a form
-// calls this after a refused submission.
-export function resetCaptcha() {
+// resetCaptcha asks for a new challenge: a token is good for one request only, so
+// postWithCaptcha calls this after every submission.
+function resetCaptcha() {
   const box = document.querySelector('.h-captcha.cf-turnstile');
   try {
     if (window.turnstile && box) window.turnstile.reset(box);

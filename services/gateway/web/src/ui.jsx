@@ -256,7 +256,7 @@ export const num = (n) => new Intl.NumberFormat().format(n || 0);
 export const until = (iso) => inTime(Math.max(0, Math.round((new Date(iso) - Date.now()) / 1000)));
 
 // linkState is what a person calls a link's state.
-export function linkState(l) {
+function linkState(l) {
   if (l.deleted_at) return 'deleted';
   if (l.status === 'DISABLED') return 'disabled';
   if (l.expired) return 'expired';

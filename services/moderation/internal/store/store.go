@@ -26,6 +26,8 @@ const (
 // Store is the moderation service's database.
 type Store struct {
 	requests, reports, audit, claims *mongo.Collection
+	// pending gives racing requests for one link turns within this replica (see InsertRequest).
+	pending mongodb.Turns
 }
 
 // New returns a store over db after making sure its indexes exist. The unique
@@ -94,9 +96,19 @@ func fromRequestDoc(d requestDoc) requests.Request {
 }
 
 // InsertRequest files a pending request; requests.ErrPending when its link has one.
+//
+// Racing requests for one link take turns within a replica: on the embedded store they
+// deadlock on the unique pending_for index, and with three or more the aborted ones keep
+// deadlocking (see mongodb.Turns; TestOnePendingRequestPerLink saw them as 500s).
 func (s *Store) InsertRequest(ctx context.Context, r requests.Request) error {
-	_, err := s.requests.InsertOne(ctx, requestDoc{ID: r.ID, LinkID: r.LinkID, ShortCode: r.ShortCode, OwnerID: r.OwnerID, Reason: r.Reason,
-		Status: r.Status, PendingFor: "link:" + r.ShortCode, CreatedAt: r.CreatedAt})
+	pendingFor := "link:" + r.ShortCode
+	done, err := s.pending.Take(ctx, pendingFor)
+	if err != nil {
+		return fmt.Errorf("insert permanent request: %w", err)
+	}
+	defer done()
+	_, err = s.requests.InsertOne(ctx, requestDoc{ID: r.ID, LinkID: r.LinkID, ShortCode: r.ShortCode, OwnerID: r.OwnerID, Reason: r.Reason,
+		Status: r.Status, PendingFor: pendingFor, CreatedAt: r.CreatedAt})
 	if mongo.IsDuplicateKeyError(err) {
 		return requests.ErrPending
 	}

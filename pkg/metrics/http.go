@@ -30,6 +30,7 @@ type HTTP struct {
 	duration *prometheus.HistogramVec
 	inflight atomic.Int64
 	ready    prometheus.Gauge
+	deps     *prometheus.GaugeVec
 
 	once   sync.Once
 	routes map[*fiber.Route]*routeMetrics // every route registered by the first request; read-only after
@@ -82,12 +83,23 @@ func (r *Registry) HTTP() *HTTP {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "http_request_duration_seconds",
 			Help: "Time to answer an HTTP request, by method and route template.", Buckets: durationBuckets}, []string{"method", "route"}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "ready",
-			Help: "1 when the last readiness check passed, 0 when it failed or the service is draining."}),
+			Help: "1 when the last readiness check passed, 0 when the service is draining."}),
+		deps: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "dependency_up",
+			Help: "1 when the last readiness check reached the dependency (mongodb, redis), 0 when it did not."}, []string{"dependency"}),
 	}
 	inflight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: "http_requests_in_flight",
 		Help: "HTTP requests being answered."}, func() float64 { return float64(h.inflight.Load()) })
-	r.Registerer.MustRegister(h.requests, h.duration, inflight, h.ready)
+	r.Registerer.MustRegister(h.requests, h.duration, inflight, h.ready, h.deps)
 	return h
+}
+
+// SetDependency records whether the last readiness check reached a dependency.
+func (h *HTTP) SetDependency(name string, up bool) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	h.deps.WithLabelValues(name).Set(v)
 }
 
 // SetReady records the outcome of a readiness check.

@@ -33,8 +33,11 @@ type Options struct {
 	Name           string
 	Logger         *slog.Logger
 	TracerProvider trace.TracerProvider
-	// Ready lists the dependencies /readyz checks, by name.
-	Ready map[string]Check
+	// Dependencies are checked by /readyz and reported in its body and in the
+	// linkmesh_dependency_up gauge, by name; they do not decide readiness. A service whose
+	// datastore is away stays in its Service's endpoints and answers 503 per request (or, as
+	// the gateway does for cached redirects, keeps serving what it can).
+	Dependencies map[string]Check
 	// Classify turns dependency failures that reach the error handler as plain errors into
 	// the answer clients see (a datastore outage is a 503, not a 500).
 	Classify []errs.Classifier
@@ -47,6 +50,7 @@ type Server struct {
 	app      *fiber.App
 	log      *slog.Logger
 	ready    map[string]Check
+	deps     map[string]Check
 	draining atomic.Bool
 	metrics  *metrics.HTTP
 	edge     bool // set before serving; see PublicEdge
@@ -58,9 +62,9 @@ func (s *Server) PublicEdge() { s.edge = true }
 
 // New builds the app with probes and middleware installed; add routes with App.
 func New(opts Options) *Server {
-	s := &Server{log: opts.Logger, ready: map[string]Check{}, metrics: opts.Metrics}
-	for name, check := range opts.Ready {
-		s.ready[name] = check
+	s := &Server{log: opts.Logger, ready: map[string]Check{}, deps: map[string]Check{}, metrics: opts.Metrics}
+	for name, check := range opts.Dependencies {
+		s.deps[name] = check
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               opts.Name,
@@ -118,7 +122,8 @@ func isNoop(tp trace.TracerProvider) bool {
 	return ok
 }
 
-// AddReady adds a dependency to what /readyz checks; call it before Serve.
+// AddReady adds a check /readyz fails on: one the service's core path cannot do without
+// (a datastore it merely uses is a dependency instead). Call it before Serve.
 func (s *Server) AddReady(name string, check Check) { s.ready[name] = check }
 
 // App returns the Fiber app for route registration.
@@ -132,23 +137,67 @@ func ok(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "ok"}, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
+// readyz answers 200 while the service can serve its core path: it is not draining and no
+// check added with AddReady fails. The body reports each dependency ("ok" or
+// "unavailable"; the status is then "degraded"), without deciding anything: readiness takes a
+// pod out of its Service, and a datastore outage is better answered per request (503, or the
+// gateway's cached redirects) than by leaving callers with no endpoint at all.
 func (s *Server) readyz(c *fiber.Ctx) error {
-	err := s.checkReady(c.UserContext())
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	deps, degraded := s.checkDependencies(ctx)
+	err := s.checkReady(ctx)
 	if s.metrics != nil {
 		s.metrics.SetReady(err == nil)
 	}
 	if err != nil {
 		return err
 	}
-	return ok(c)
+	status := "ok"
+	if degraded {
+		status = "degraded"
+	}
+	body := fiber.Map{"status": status}
+	if len(deps) > 0 {
+		body["dependencies"] = deps
+	}
+	return c.JSON(body, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// checkDependencies runs the dependency checks at once and records each in the metrics.
+func (s *Server) checkDependencies(ctx context.Context) (map[string]string, bool) {
+	if len(s.deps) == 0 {
+		return nil, false
+	}
+	type result struct {
+		name string
+		err  error
+	}
+	results := make(chan result, len(s.deps))
+	for name, check := range s.deps {
+		go func() { results <- result{name, check(ctx)} }()
+	}
+	out := make(map[string]string, len(s.deps))
+	degraded := false
+	for range s.deps {
+		r := <-results
+		out[r.name] = "ok"
+		if r.err != nil {
+			out[r.name] = "unavailable"
+			degraded = true
+			s.log.WarnContext(ctx, "dependency unavailable", "dependency", r.name, "err", r.err)
+		}
+		if s.metrics != nil {
+			s.metrics.SetDependency(r.name, r.err == nil)
+		}
+	}
+	return out, degraded
 }
 
 func (s *Server) checkReady(ctx context.Context) error {
 	if s.draining.Load() {
 		return errs.E(errs.KindUnavailable, "shutting down")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
 	for name, check := range s.ready {
 		if err := check(ctx); err != nil {
 			return errs.Unavailable(name+" unavailable", err)

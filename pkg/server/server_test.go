@@ -28,7 +28,7 @@ import (
 
 func newTestServer(ready map[string]Check) *Server {
 	s := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		TracerProvider: noop.NewTracerProvider(), Ready: ready})
+		TracerProvider: noop.NewTracerProvider(), Dependencies: ready})
 	s.App().Post("/echo", func(c *fiber.Ctx) error { return c.Send(c.Body()) })
 	s.App().Get("/panic", func(*fiber.Ctx) error { panic("boom") })
 	s.App().Get("/secret-failure", func(*fiber.Ctx) error { return errors.New("db password is hunter2") })
@@ -165,13 +165,22 @@ func TestReadiness(t *testing.T) {
 	failing := errors.New("down")
 	var depErr error
 	s := newTestServer(map[string]Check{"redis": func(context.Context) error { return depErr }})
-	if resp, _ := do(t, s, httptest.NewRequest("GET", "/readyz", nil)); resp.StatusCode != 200 {
-		t.Fatalf("ready: %d", resp.StatusCode)
-	}
-	depErr = failing
 	resp, body := do(t, s, httptest.NewRequest("GET", "/readyz", nil))
-	if resp.StatusCode != 503 || envelope(t, body) != "redis unavailable" {
+	if resp.StatusCode != 200 || body != `{"dependencies":{"redis":"ok"},"status":"ok"}` {
+		t.Fatalf("ready: %d %s", resp.StatusCode, body)
+	}
+	// A dependency away is reported, and the pod stays ready: its requests answer 503 one by
+	// one (or are served from what it holds) rather than the Service losing the endpoint.
+	depErr = failing
+	resp, body = do(t, s, httptest.NewRequest("GET", "/readyz", nil))
+	if resp.StatusCode != 200 || body != `{"dependencies":{"redis":"unavailable"},"status":"degraded"}` {
 		t.Fatalf("dependency down: %d %s", resp.StatusCode, body)
+	}
+	// A check of the core path decides.
+	s.AddReady("cache", func(context.Context) error { return failing })
+	resp, body = do(t, s, httptest.NewRequest("GET", "/readyz", nil))
+	if resp.StatusCode != 503 || envelope(t, body) != "cache unavailable" {
+		t.Fatalf("core check down: %d %s", resp.StatusCode, body)
 	}
 	if resp, _ := do(t, s, httptest.NewRequest("GET", "/healthz", nil)); resp.StatusCode != 200 {
 		t.Fatalf("liveness must not depend on dependencies: %d", resp.StatusCode)

@@ -170,7 +170,7 @@ func Run(ctx context.Context, spec Spec, rt Runtime) (err error) {
 		measure = reg.HTTP()
 	}
 	srv := server.New(server.Options{Name: spec.Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider,
-		Ready: stores.Checks(), Classify: stores.classifiers(), Metrics: measure})
+		Dependencies: stores.Checks(), Classify: stores.classifiers(), Metrics: measure})
 	if spec.Wire != nil {
 		e := &Env{Name: spec.Name, Logger: rt.Logger, TracerProvider: rt.TracerProvider, Keys: keys, Stores: stores, Server: srv, Metrics: reg}
 		if parts, err = spec.Wire(ctx, e); err != nil {

@@ -133,7 +133,9 @@ func (cl *claims) namesCaller() bool {
 type Keys struct {
 	self   string
 	priv   ed25519.PrivateKey
-	pubs   map[string]ed25519.PublicKey
+	kid    string
+	pubs   map[string][]ed25519.PublicKey
+	byKID  map[string]issuerKey
 	parser *jwt.Parser
 	now    func() time.Time
 	// signed and verified remember tokens (see memory.go).
@@ -143,7 +145,8 @@ type Keys struct {
 
 // NewKeys returns the keys of service self: privateKeyPEM is its Ed25519 private key (PKCS #8
 // PEM) and certsPEM the certificates of every service (see ParseCertificates), which must
-// include self's — matching the private key — and the gateway's.
+// include one of self's matching the private key, and the gateway's. A service may have
+// several certificates (a rotation): tokens are verified against whichever their `kid` names.
 func NewKeys(self, privateKeyPEM, certsPEM string) (*Keys, error) {
 	priv, err := ParsePrivateKey(privateKeyPEM)
 	if err != nil {
@@ -153,13 +156,18 @@ func NewKeys(self, privateKeyPEM, certsPEM string) (*Keys, error) {
 	if err != nil {
 		return nil, err
 	}
-	if own, ok := pubs[self]; !ok || !own.Equal(priv.Public()) {
+	if !slices.ContainsFunc(pubs[self], func(p ed25519.PublicKey) bool { return p.Equal(priv.Public()) }) {
 		return nil, fmt.Errorf("internal certificates: none for %q matches its private key", self)
 	}
-	if _, ok := pubs[Gateway]; !ok {
+	if len(pubs[Gateway]) == 0 {
 		return nil, fmt.Errorf("internal certificates: none for %q", Gateway)
 	}
-	k := &Keys{self: self, priv: priv, pubs: pubs, now: time.Now}
+	k := &Keys{self: self, priv: priv, kid: KeyID(priv.Public().(ed25519.PublicKey)), pubs: pubs, byKID: map[string]issuerKey{}, now: time.Now}
+	for issuer, keys := range pubs {
+		for _, p := range keys {
+			k.byKID[KeyID(p)] = issuerKey{issuer, p}
+		}
+	}
 	k.parser = jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
 		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(5*time.Second),
@@ -177,7 +185,9 @@ func (k *Keys) sign(cl claims, audience string) (string, error) {
 	}
 	cl.Issuer, cl.Audience = k.self, jwt.ClaimStrings{audience}
 	cl.IssuedAt, cl.ExpiresAt = jwt.NewNumericDate(now), jwt.NewNumericDate(now.Add(TTL))
-	s, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, cl).SignedString(k.priv)
+	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, cl)
+	t.Header["kid"] = k.kid
+	s, err := t.SignedString(k.priv)
 	if err != nil {
 		return "", fmt.Errorf("sign internal token: %w", err)
 	}
@@ -250,11 +260,7 @@ func (k *Keys) verify(token, audience string, depth int) (Caller, time.Time, err
 	}
 	var cl claims
 	_, err := k.parser.ParseWithClaims(token, &cl, func(t *jwt.Token) (any, error) {
-		pub, ok := k.pubs[cl.Issuer]
-		if !ok {
-			return nil, fmt.Errorf("unknown issuer %q", cl.Issuer)
-		}
-		return pub, nil
+		return k.keyOf(cl.Issuer, t.Header["kid"])
 	})
 	if err != nil {
 		return Caller{}, time.Time{}, err
@@ -291,6 +297,33 @@ func (k *Keys) verify(token, audience string, depth int) (Caller, time.Time, err
 	default:
 		return Caller{Role: RoleService, Service: cl.Issuer}, cl.ExpiresAt.Time, nil
 	}
+}
+
+// keyOf is the public key a token of issuer is verified with: the one its kid names. A token
+// without a kid (signed by a release before kids) is tried against each of the issuer's keys.
+func (k *Keys) keyOf(issuer string, kid any) (any, error) {
+	keys := k.pubs[issuer]
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("unknown issuer %q", issuer)
+	}
+	if kid == nil {
+		set := jwt.VerificationKeySet{}
+		for _, p := range keys {
+			set.Keys = append(set.Keys, p)
+		}
+		return set, nil
+	}
+	id, _ := kid.(string)
+	if named, ok := k.byKID[id]; ok && named.issuer == issuer {
+		return named.key, nil
+	}
+	return nil, fmt.Errorf("no key %q of %s in the certificates", id, issuer)
+}
+
+// issuerKey is a public key with the service whose certificate carries it.
+type issuerKey struct {
+	issuer string
+	key    ed25519.PublicKey
 }
 
 // minTime is the earlier of a and b.

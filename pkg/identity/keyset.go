@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -75,13 +77,21 @@ func ParsePrivateKey(s string) (ed25519.PrivateKey, error) {
 	return priv, nil
 }
 
-// ParseCertificates reads a PEM bundle of certificates, one per service, each naming its
-// service (one of Calls) in its subject's common name and carrying its Ed25519 public key, and
-// returns the public keys by service. Validity dates and issuers are not checked: the bundle
-// is configuration, trusted as a whole, and a certificate is only the conventional container
-// of a named public key that `openssl req -x509` and Helm's genSelfSignedCertWithKey both
-// write. Two services sharing a key are refused: whoever held the gateway's could name callers.
-func ParseCertificates(s string) (map[string]ed25519.PublicKey, error) {
+// MaxCertsPerService bounds the certificates one service may have in a bundle: its current
+// one and those of a key rotation (the old key still verified while the new one is rolled
+// out, see the chart README's "Rotating the internal keys").
+const MaxCertsPerService = 3
+
+// ParseCertificates reads a PEM bundle of certificates, each naming its service (one of
+// Calls) in its subject's common name and carrying an Ed25519 public key, and returns the
+// public keys by service: one per certificate, up to MaxCertsPerService for a service, so
+// that during a key rotation tokens signed with the old key and with the new one both verify.
+// Validity dates and issuers are not checked: the bundle is configuration, trusted as a whole,
+// and a certificate is only the conventional container of a named public key that `openssl
+// req -x509` and Helm's genSelfSignedCertWithKey both write. A key found twice is refused,
+// for one service (a pasted duplicate) or for two: whoever held the gateway's could name
+// callers.
+func ParseCertificates(s string) (map[string][]ed25519.PublicKey, error) {
 	blocks, err := pemBlocks(s)
 	if err != nil {
 		return nil, fmt.Errorf("internal certificates: %w", err)
@@ -89,7 +99,7 @@ func ParseCertificates(s string) (map[string]ed25519.PublicKey, error) {
 	if len(blocks) == 0 {
 		return nil, errors.New("internal certificates: none found")
 	}
-	pubs := make(map[string]ed25519.PublicKey)
+	pubs := make(map[string][]ed25519.PublicKey)
 	for _, block := range blocks {
 		if block.Type != "CERTIFICATE" {
 			return nil, fmt.Errorf("internal certificates: unexpected PEM block %q", block.Type)
@@ -106,17 +116,31 @@ func ParseCertificates(s string) (map[string]ed25519.PublicKey, error) {
 		if !ok {
 			return nil, fmt.Errorf("internal certificates: %q carries a %T, not an Ed25519 key", name, cert.PublicKey)
 		}
-		if _, dup := pubs[name]; dup {
-			return nil, fmt.Errorf("internal certificates: two for %q", name)
+		if len(pubs[name]) == MaxCertsPerService {
+			return nil, fmt.Errorf("internal certificates: more than %d for %q", MaxCertsPerService, name)
 		}
-		for other, p := range pubs {
-			if p.Equal(pub) {
+		for other, keys := range pubs {
+			for _, p := range keys {
+				if !p.Equal(pub) {
+					continue
+				}
+				if other == name {
+					return nil, fmt.Errorf("internal certificates: the same key twice for %q", name)
+				}
 				return nil, fmt.Errorf("internal certificates: %q and %q share a key", other, name)
 			}
 		}
-		pubs[name] = pub
+		pubs[name] = append(pubs[name], pub)
 	}
 	return pubs, nil
+}
+
+// KeyID names an Ed25519 public key in a token's `kid` header: the first 12 bytes of its
+// SHA-256, base64url. A verifier holding several keys of the issuer (a rotation) picks the
+// one named instead of trying each.
+func KeyID(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
 // pemBlocks decodes s as PEM blocks with nothing but white space around and between them:

@@ -93,6 +93,11 @@ func checkKeySet(t testing.TB, data map[string]string) {
 	if names := slices.Sorted(maps.Keys(pubs)); !slices.Equal(names, slices.Sorted(slices.Values(services))) {
 		t.Errorf("%s: certificates of %v, want one for each of %v", varInternalCerts, names, services)
 	}
+	for name, keys := range pubs {
+		if len(keys) != 1 {
+			t.Errorf("%s: %d certificates of %s, want one", varInternalCerts, len(keys), name)
+		}
+	}
 	keys := map[string]*identity.Keys{}
 	for _, svc := range services {
 		k, err := identity.NewKeys(svc, data[internalKeyOf(svc)], certs)

@@ -54,7 +54,7 @@ test: deps web-deps build geoip lint chart-check skaffold-check images ## Lint, 
 test-go: test-isolated ## (inside `make test`) go test -race over every module against the running datastores
 	@for m in $(MODULES); do \
 		echo "== go test $$m"; \
-		(cd $$m && LINKMESH_REQUIRE_INTEGRATION=1 LINKMESH_BIN_DIR=$(BIN) LINKMESH_HELM=$(TOOLS)/bin/helm $(GO) test -race -count=1 -timeout 15m ./...) || exit 1; \
+		(cd $$m && LINKMESH_REQUIRE_INTEGRATION=1 LINKMESH_BIN_DIR=$(BIN) LINKMESH_HELM=$(TOOLS)/bin/helm LINKMESH_PROMTOOL=$(TOOLS)/bin/promtool $(GO) test -race -count=1 -timeout 15m ./...) || exit 1; \
 	done
 
 test-unit: ## Run only the tests that need no datastore (integration tests skip)

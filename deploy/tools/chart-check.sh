@@ -67,7 +67,7 @@ fi
 # CHART_GO_TESTS=0 leaves them to a later go test of the tests module (make test's test-go).
 if [[ "${CHART_GO_TESTS:-1}" != 0 ]]; then
 	echo "== go test ./chart/..."
-	(cd "$root/tests" && LINKMESH_HELM="$helm" LINKMESH_REQUIRE_INTEGRATION=1 \
+	(cd "$root/tests" && LINKMESH_HELM="$helm" LINKMESH_PROMTOOL="$tools/bin/promtool" LINKMESH_REQUIRE_INTEGRATION=1 \
 		"$go" test -count=1 ./chart/...)
 fi
 

@@ -5,6 +5,10 @@
 #   bin/helm         helm.sh/helm/v3 (go install, about 4 minutes on two cores)
 #   bin/kubeconform  github.com/yannh/kubeconform (go install, under a minute)
 #   bin/helm-docs    github.com/norwoodj/helm-docs (go install, under a minute)
+#   bin/promtool     github.com/prometheus/prometheus/cmd/promtool, for the alert rules' unit
+#                    tests (built in the module's own tree with its go.mod, which has replace
+#                    directives go install refuses; without service discovery, which promtool
+#                    test and check rules never use: about a minute)
 #   schemas/         strict JSON schemas for kubeconform, made without the internet from
 #                    api/openapi-spec/swagger.json of the k8s.io/kubernetes module and the CRDs
 #                    of the prometheus-operator and gateway-api modules (all through the Go
@@ -18,6 +22,8 @@ set -euo pipefail
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
 KUBECONFORM_VERSION="${KUBECONFORM_VERSION:-v0.8.0}"
 HELM_DOCS_VERSION="${HELM_DOCS_VERSION:-v1.14.2}"
+# Prometheus v3.x's Go module version (v0.3xx.y); the same as tests/go.mod's.
+PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.315.1}"
 # The Kubernetes API the chart is validated against, and the CRDs it renders.
 KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.35.4}"
 PROMETHEUS_OPERATOR_VERSION="${PROMETHEUS_OPERATOR_VERSION:-v0.85.0}"
@@ -81,6 +87,25 @@ install_tool kubeconform github.com/yannh/kubeconform github.com/yannh/kubeconfo
 # helm-docs prints its version after a "v" of its own.
 install_tool helm-docs github.com/norwoodj/helm-docs github.com/norwoodj/helm-docs/cmd/helm-docs "$HELM_DOCS_VERSION" \
 	"-X main.version=${HELM_DOCS_VERSION#v}"
+
+# promtool reports the module version it was built from through -X of its version package.
+if [[ "$(built_from "$bindir/promtool" github.com/prometheus/prometheus)" == "$PROMETHEUS_VERSION" ]] ||
+	[[ -f "$bindir/promtool.version" && "$(cat "$bindir/promtool.version")" == "$PROMETHEUS_VERSION" && -x "$bindir/promtool" ]]; then
+	echo "install: promtool $PROMETHEUS_VERSION already in $bindir"
+else
+	echo "install: building promtool $PROMETHEUS_VERSION"
+	start=$SECONDS
+	src="$(cd "$scratch" && GOWORK=off "$go" mod download -json "github.com/prometheus/prometheus@$PROMETHEUS_VERSION" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+	[[ -n "$src" && -f "$src/go.mod" ]] || { echo "install: could not download prometheus $PROMETHEUS_VERSION" >&2; exit 1; }
+	cp -R "$src" "$scratch/prometheus"
+	chmod -R u+w "$scratch/prometheus"
+	(cd "$scratch/prometheus" && GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 \
+		"$go" build -trimpath -tags remove_all_sd -ldflags "-s -w" -o "$bindir/promtool.new" ./cmd/promtool)
+	mv "$bindir/promtool.new" "$bindir/promtool"
+	echo "$PROMETHEUS_VERSION" >"$bindir/promtool.version"
+	echo "install: promtool $PROMETHEUS_VERSION in $bindir/promtool ($((SECONDS - start)) s)"
+fi
 
 # The schemas. The stamp names every input, the converter's source included.
 converter="$root/tests/chart/schemagen"

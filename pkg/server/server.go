@@ -212,6 +212,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain time.Duration
 	// Fiber answers methods it does not know with a plain-text 400 before any handler runs.
 	srv := s.app.Server()
 	srv.Handler = knownMethodsOnly(srv.Handler)
+	// The dependency gauges start from a check of their own, not from the kubelet's first
+	// probe, so a service nobody probes (a local run) still exposes them.
+	if s.metrics != nil && len(s.deps) > 0 {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		s.checkDependencies(cctx)
+		cancel()
+	}
 	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSweep()
 	errc := make(chan error, 1)

@@ -449,11 +449,14 @@ func Referenced(root string) (map[string][]string, error) {
 	return refs, nil
 }
 
-// Generated are series Prometheus makes itself, which no service exposes.
+// Generated are series Prometheus (or kube-state-metrics) makes, which no service exposes.
 var Generated = map[string]bool{
 	"up": true, "scrape_duration_seconds": true, "scrape_samples_scraped": true,
 	"scrape_samples_post_metric_relabeling": true, "scrape_series_added": true,
 	"ALERTS": true, "ALERTS_FOR_STATE": true,
+	// kube-state-metrics, which the readiness alerts read: a pod that never became ready
+	// never served its own metrics.
+	"kube_pod_status_ready": true, "kube_deployment_status_replicas_available": true,
 }
 
 // ExposedFamilies reads one answer of a /metrics endpoint in the Prometheus text format and

@@ -30,6 +30,7 @@ var exposed = map[string]string{
 	"linkmesh_http_request_duration_seconds":          "histogram",
 	"linkmesh_http_requests_in_flight":                "gauge",
 	"linkmesh_ready":                                  "gauge",
+	"linkmesh_dependency_up":                          "gauge",
 	"linkmesh_redirect_cache_hits_total":              "counter",
 	"linkmesh_redirect_cache_misses_total":            "counter",
 	"linkmesh_redirect_cache_fills_total":             "counter",
@@ -406,7 +407,7 @@ func TestRules(t *testing.T) {
 		"LinkmeshRedirectErrorBudgetBurnFast", "LinkmeshRedirectErrorBudgetBurnSlow",
 		"LinkmeshRedirectLatencyBudgetBurnFast", "LinkmeshRedirectLatencyBudgetBurnSlow",
 		"LinkmeshClickStreamLagGrowing", "LinkmeshClicksDropped", "LinkmeshPodNotReady",
-		"LinkmeshServiceNotReady", "LinkmeshTargetDown",
+		"LinkmeshServiceNotReady", "LinkmeshTargetDown", "LinkmeshDependencyDown",
 	} {
 		if _, ok := alerts[want]; !ok {
 			t.Errorf("no alert %s", want)

@@ -47,7 +47,10 @@ func TestEveryValueSetRenders(t *testing.T) {
 	}
 }
 
-func checkSecurityContext(t *testing.T, where string, sc *securityContext, container bool) {
+// openshiftSets are the value sets that leave the UID and GID to the platform.
+var openshiftSets = map[string]bool{"openshift": true}
+
+func checkSecurityContext(t *testing.T, where string, sc *securityContext, container bool, platformUID bool) {
 	t.Helper()
 	if sc == nil {
 		t.Errorf("%s: no securityContext", where)
@@ -58,7 +61,12 @@ func checkSecurityContext(t *testing.T, where string, sc *securityContext, conta
 	if !isTrue(sc.RunAsNonRoot) {
 		t.Errorf("%s: runAsNonRoot is not true", where)
 	}
-	if sc.RunAsUser == nil || *sc.RunAsUser != 65532 || sc.RunAsGroup == nil || *sc.RunAsGroup != 65532 {
+	switch {
+	case platformUID:
+		if sc.RunAsUser != nil || sc.RunAsGroup != nil || sc.FSGroup != nil {
+			t.Errorf("%s: runAsUser, runAsGroup or fsGroup set where the platform assigns them", where)
+		}
+	case sc.RunAsUser == nil || *sc.RunAsUser != 65532 || sc.RunAsGroup == nil || *sc.RunAsGroup != 65532:
 		t.Errorf("%s: runAsUser/runAsGroup not 65532", where)
 	}
 	if sc.SeccompProfile == nil || sc.SeccompProfile.Type != "RuntimeDefault" {
@@ -113,7 +121,7 @@ func TestPodsHardened(t *testing.T) {
 					t.Errorf("%s: serviceAccountName %q", where, ps.ServiceAccountName)
 				}
 				m.must(t, "ServiceAccount", ps.ServiceAccountName)
-				checkSecurityContext(t, where+" pod", ps.SecurityContext, false)
+				checkSecurityContext(t, where+" pod", ps.SecurityContext, false, openshiftSets[name])
 				if len(ps.Containers) != 1 || len(ps.InitContainers) != 0 {
 					t.Errorf("%s: want one container and no init containers", where)
 				}
@@ -134,7 +142,7 @@ func TestPodsHardened(t *testing.T) {
 				}
 				for _, c := range ps.Containers {
 					where := where + " container " + c.Name
-					checkSecurityContext(t, where, c.SecurityContext, true)
+					checkSecurityContext(t, where, c.SecurityContext, true, openshiftSets[name])
 					checkResources(t, where, c)
 					ports := map[string]int{}
 					for _, p := range c.Ports {
@@ -205,9 +213,9 @@ func TestPodsHardened(t *testing.T) {
 				if p.Spec.AutomountServiceAccountToken == nil || *p.Spec.AutomountServiceAccountToken {
 					t.Errorf("%s: automountServiceAccountToken is not false", where)
 				}
-				checkSecurityContext(t, where, p.Spec.SecurityContext, false)
+				checkSecurityContext(t, where, p.Spec.SecurityContext, false, openshiftSets[name])
 				for _, c := range p.Spec.Containers {
-					checkSecurityContext(t, where+" container "+c.Name, c.SecurityContext, true)
+					checkSecurityContext(t, where+" container "+c.Name, c.SecurityContext, true, openshiftSets[name])
 					checkResources(t, where+" container "+c.Name, c)
 				}
 			}

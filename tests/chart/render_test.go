@@ -335,6 +335,7 @@ type securityContext struct {
 	RunAsNonRoot             *bool `yaml:"runAsNonRoot"`
 	RunAsUser                *int  `yaml:"runAsUser"`
 	RunAsGroup               *int  `yaml:"runAsGroup"`
+	FSGroup                  *int  `yaml:"fsGroup"`
 	ReadOnlyRootFilesystem   *bool `yaml:"readOnlyRootFilesystem"`
 	AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
 	Privileged               *bool `yaml:"privileged"`

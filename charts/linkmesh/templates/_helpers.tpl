@@ -66,6 +66,11 @@ app.kubernetes.io/component: {{ .name }}
 {{- printf "http://%s:%d" (include "linkmesh.serviceName" .) (int $svc.service.port) }}
 {{- end }}
 
+{{/* Image tag of a service (its service.version). Takes (dict "root" $ "name" <service>). */}}
+{{- define "linkmesh.imageTag" -}}
+{{- (index .root.Values.services .name).image.tag | default .root.Values.image.tag | default .root.Chart.AppVersion }}
+{{- end }}
+
 {{/* Image reference of a service. Takes (dict "root" $ "name" <service>). */}}
 {{- define "linkmesh.image" -}}
 {{- $img := (index .root.Values.services .name).image }}
@@ -178,6 +183,9 @@ Deployment.
 {{- $drain := int $v.config.shutdownDrainSeconds }}
 {{- if le (int $v.terminationGracePeriodSeconds) (add $drain (int $v.shutdownTimeoutSeconds)) }}
 {{- fail (printf "terminationGracePeriodSeconds (%d) must be greater than config.shutdownDrainSeconds (%d) + shutdownTimeoutSeconds (%d): the pod would be killed before it has drained and closed" (int $v.terminationGracePeriodSeconds) $drain (int $v.shutdownTimeoutSeconds)) }}
+{{- end }}
+{{- if and (or $v.ingress.enabled $v.httpRoute.enabled) (not $v.config.trustedProxies) }}
+{{- fail "config.trustedProxies is required with ingress.enabled or httpRoute.enabled: behind a proxy every client arrives from the proxy's address, so without the proxy's ranges all clients share one identity (one anonymous quota, one report budget, one login window). Give the CIDRs your ingress controller's pods or load balancer connect from; the chart README lists them for the common controllers" }}
 {{- end }}
 {{- if and $v.mesh.istio.enabled $v.mesh.linkerd.enabled }}
 {{- fail "mesh.istio.enabled and mesh.linkerd.enabled: choose one service mesh" }}

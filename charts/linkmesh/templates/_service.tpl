@@ -142,7 +142,12 @@ traffic.sidecar.istio.io/excludeInboundPorts: {{ $v.metrics.port | toString | qu
 {{- end }}
 {{- if $v.mesh.linkerd.enabled }}
 linkerd.io/inject: enabled
-config.alpha.linkerd.io/proxy-wait-before-exit-seconds: {{ $v.config.shutdownDrainSeconds | int | toString | quote }}
+{{- if $v.mesh.linkerd.nativeSidecar }}
+config.beta.linkerd.io/proxy-enable-native-sidecar: "true"
+{{- end }}
+{{- /* Without a native sidecar, the proxy stays for the drain and the close (the gateway's
+last click-spool flush happens in the close), both within the grace period. */}}
+config.alpha.linkerd.io/proxy-wait-before-exit-seconds: {{ add (int $v.config.shutdownDrainSeconds) (int $v.shutdownTimeoutSeconds) | toString | quote }}
 {{- if $v.metrics.enabled }}
 config.linkerd.io/skip-inbound-ports: {{ $v.metrics.port | toString | quote }}
 {{- end }}
@@ -230,19 +235,27 @@ spec:
         {{- toYaml . | nindent 8 }}
       {{- end }}
       securityContext:
-        {{- include "linkmesh.podSecurityContext" $root | nindent 8 }}
+        {{- include "linkmesh.podSecurityContext" . | nindent 8 }}
       # The service fails readiness for LINKMESH_SHUTDOWN_DRAIN after SIGTERM, then closes;
       # the chart refuses a grace period that leaves no room for both.
       terminationGracePeriodSeconds: {{ $v.terminationGracePeriodSeconds }}
-      {{- with $v.priorityClassName }}
+      {{- with $svc.priorityClassName | default $v.priorityClassName }}
       priorityClassName: {{ . }}
       {{- end }}
-      {{- with $v.nodeSelector }}
+      {{- with $svc.nodeSelector | default $v.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}
       {{- end }}
-      {{- with $v.tolerations }}
+      {{- with $svc.tolerations | default $v.tolerations }}
       tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with include "linkmesh.affinity" . | fromYaml }}
+      affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with concat $v.initContainers $svc.initContainers }}
+      initContainers:
         {{- toYaml . | nindent 8 }}
       {{- end }}
       {{- with $v.topologySpreadConstraints }}
@@ -263,7 +276,7 @@ spec:
           image: {{ include "linkmesh.image" . }}
           imagePullPolicy: {{ $v.image.pullPolicy }}
           securityContext:
-            {{- include "linkmesh.containerSecurityContext" $root | nindent 12 }}
+            {{- include "linkmesh.containerSecurityContext" . | nindent 12 }}
           ports:
             - name: http
               containerPort: {{ $v.containerPort }}
@@ -276,8 +289,19 @@ spec:
           envFrom:
             - configMapRef:
                 name: {{ include "linkmesh.serviceName" . }}
+            {{- with concat $v.extraEnvFrom $svc.extraEnvFrom }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
           env:
             {{- include "linkmesh.secretEnv" . | nindent 12 }}
+            {{- include "linkmesh.otelEnv" . | nindent 12 }}
+            {{- with concat $v.extraEnv $svc.extraEnv }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          {{- with $svc.lifecycle | default $v.lifecycle }}
+          lifecycle:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
           startupProbe:
             httpGet:
               path: /healthz
@@ -309,9 +333,13 @@ spec:
             - name: click-spool
               mountPath: {{ include "linkmesh.clickSpoolDir" $root }}
             {{- end }}
-            {{- with $svc.extraVolumeMounts }}
+            {{- include "linkmesh.otelVolumeMounts" $root | nindent 12 }}
+            {{- with concat $v.extraVolumeMounts $svc.extraVolumeMounts }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
+        {{- with concat $v.extraContainers $svc.extraContainers }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
       volumes:
         # The root file system is read-only; /tmp is the one writable place.
         - name: tmp
@@ -326,9 +354,35 @@ spec:
             medium: Memory
             sizeLimit: {{ add (int $v.config.clickSpoolMB) 1 }}Mi
         {{- end }}
-        {{- with $svc.extraVolumes }}
+        {{- include "linkmesh.otelVolumes" $root | nindent 8 }}
+        {{- with concat $v.extraVolumes $svc.extraVolumes }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
+{{- end }}
+
+{{/*
+A service's affinity: its own, else the global one, else the podAntiAffinityPreset (soft:
+prefer nodes without a pod of the same service; hard: require them).
+*/}}
+{{- define "linkmesh.affinity" -}}
+{{- $v := .root.Values }}
+{{- $svc := index $v.services .name }}
+{{- $given := $svc.affinity | default $v.affinity }}
+{{- if $given }}
+{{- toYaml $given }}
+{{- else if ne $v.podAntiAffinityPreset "none" }}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (include "linkmesh.selectorLabels" . | fromYaml)) }}
+podAntiAffinity:
+{{- if eq $v.podAntiAffinityPreset "hard" }}
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - {{- toYaml $term | nindent 6 }}
+{{- else }}
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        {{- toYaml $term | nindent 8 }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* Where the gateway's click spool is mounted. */}}
@@ -336,28 +390,100 @@ spec:
 /var/spool/linkmesh
 {{- end }}
 
-{{/* Pod and container security contexts, shared by the services and the test pod. */}}
+{{/*
+Pod and container security contexts, shared by the services and the test pod: each takes
+(dict "root" $ "name" <service or "">). The restricted default, then the global
+podSecurityContext/containerSecurityContext, then the service's, merged; with openshift, the
+UID, GID and fsGroup are left to the platform.
+*/}}
 {{- define "linkmesh.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: {{ .Values.runAsUser }}
-runAsGroup: {{ .Values.runAsGroup }}
-fsGroup: {{ .Values.runAsGroup }}
-seccompProfile:
-  type: RuntimeDefault
+{{- $v := .root.Values }}
+{{- $sc := dict "runAsNonRoot" true "runAsUser" $v.runAsUser "runAsGroup" $v.runAsGroup "fsGroup" $v.runAsGroup "seccompProfile" (dict "type" "RuntimeDefault") }}
+{{- $sc = mergeOverwrite $sc (deepCopy $v.podSecurityContext) }}
+{{- with .name }}
+{{- $sc = mergeOverwrite $sc (deepCopy (index $v.services . "podSecurityContext" | default dict)) }}
+{{- end }}
+{{- if $v.openshift }}
+{{- $sc = omit $sc "runAsUser" "runAsGroup" "fsGroup" }}
+{{- end }}
+{{- toYaml $sc }}
 {{- end }}
 
 {{- define "linkmesh.containerSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: {{ .Values.runAsUser }}
-runAsGroup: {{ .Values.runAsGroup }}
-readOnlyRootFilesystem: true
-allowPrivilegeEscalation: false
-privileged: false
-capabilities:
-  drop:
-    - ALL
-seccompProfile:
-  type: RuntimeDefault
+{{- $v := .root.Values }}
+{{- $sc := dict "runAsNonRoot" true "runAsUser" $v.runAsUser "runAsGroup" $v.runAsGroup "readOnlyRootFilesystem" true "allowPrivilegeEscalation" false "privileged" false "capabilities" (dict "drop" (list "ALL")) "seccompProfile" (dict "type" "RuntimeDefault") }}
+{{- $sc = mergeOverwrite $sc (deepCopy $v.containerSecurityContext) }}
+{{- with .name }}
+{{- $sc = mergeOverwrite $sc (deepCopy (index $v.services . "containerSecurityContext" | default dict)) }}
+{{- end }}
+{{- if $v.openshift }}
+{{- $sc = omit $sc "runAsUser" "runAsGroup" }}
+{{- end }}
+{{- toYaml $sc }}
+{{- end }}
+
+{{/*
+OpenTelemetry resource attributes from the downward API and the chart, and the OTLP headers
+and TLS material from Secrets (otel.headers, otel.tls); each service adds its service.name.
+*/}}
+{{- define "linkmesh.otelEnv" -}}
+{{- $root := .root }}
+{{- $v := $root.Values }}
+- name: K8S_POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: K8S_POD_UID
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.uid
+- name: K8S_NAMESPACE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: K8S_NODE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: spec.nodeName
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ printf "k8s.pod.name=$(K8S_POD_NAME),k8s.pod.uid=$(K8S_POD_UID),k8s.namespace.name=$(K8S_NAMESPACE_NAME),k8s.node.name=$(K8S_NODE_NAME),k8s.deployment.name=%s,service.version=%s,service.instance.id=$(K8S_POD_UID),helm.chart=%s" (include "linkmesh.serviceName" .) (include "linkmesh.imageTag" .) (include "linkmesh.chart" $root) | quote }}
+{{- with $v.otel.headers.secretName }}
+- name: OTEL_EXPORTER_OTLP_HEADERS
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $v.otel.headers.key }}
+{{- end }}
+{{- if $v.otel.tls.secretName }}
+- name: OTEL_EXPORTER_OTLP_CERTIFICATE
+  value: {{ include "linkmesh.otelTLSDir" $root }}/ca.crt
+{{- if $v.otel.tls.clientCertificate }}
+- name: OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE
+  value: {{ include "linkmesh.otelTLSDir" $root }}/tls.crt
+- name: OTEL_EXPORTER_OTLP_CLIENT_KEY
+  value: {{ include "linkmesh.otelTLSDir" $root }}/tls.key
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "linkmesh.otelTLSDir" -}}
+/etc/linkmesh/otlp-tls
+{{- end }}
+
+{{- define "linkmesh.otelVolumeMounts" -}}
+{{- if .Values.otel.tls.secretName }}
+- name: otlp-tls
+  mountPath: {{ include "linkmesh.otelTLSDir" . }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "linkmesh.otelVolumes" -}}
+{{- with .Values.otel.tls.secretName }}
+- name: otlp-tls
+  secret:
+    secretName: {{ . }}
+{{- end }}
 {{- end }}
 
 {{- define "linkmesh.hpa" -}}
@@ -374,6 +500,10 @@ spec:
     apiVersion: apps/v1
     kind: Deployment
     name: {{ include "linkmesh.serviceName" . }}
+  {{- with $svc.autoscaling.behavior }}
+  behavior:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   minReplicas: {{ $svc.autoscaling.minReplicas }}
   maxReplicas: {{ $svc.autoscaling.maxReplicas }}
   metrics:

@@ -16,7 +16,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 tools="${1:-$root/.tools}"
 chart="$root/charts/linkmesh"
-kube_version="${KUBE_VERSION:-1.35.4}"
+# The oldest and the newest Kubernetes the chart claims (Chart.yaml's kubeVersion); install.sh
+# makes a schema folder for each.
+kube_versions="${KUBE_VERSIONS:-1.29.15 1.35.4}"
 go="${GO:-go}"
 helm="$tools/bin/helm"
 kubeconform="$tools/bin/kubeconform"
@@ -35,14 +37,16 @@ shopt -s nullglob
 sets=("$chart"/ci/*-values.yaml)
 [[ ${#sets[@]} -ge 3 ]] || { echo "chart-check: fewer than three value sets in $chart/ci" >&2; exit 1; }
 
+for kube_version in $kube_versions; do
+[[ -d "$tools/schemas/$kube_version" ]] || { echo "chart-check: no schemas for Kubernetes $kube_version in $tools/schemas; run deploy/tools/install.sh" >&2; exit 1; }
 for values in "${sets[@]}"; do
 	name="$(basename "$values" .yaml)"
-	echo "== chart $name"
+	echo "== chart $name (Kubernetes $kube_version)"
 	"$helm" lint --strict --quiet --kube-version "$kube_version" "$chart" -f "$values"
 	"$helm" template linkmesh "$chart" --namespace linkmesh --kube-version "$kube_version" \
 		-f "$values" >"$out/$name.yaml"
 	if ! summary="$("$kubeconform" -strict -summary -kubernetes-version "$kube_version" \
-		-schema-location "$tools/schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json" \
+		-schema-location "$tools/schemas/$kube_version/{{ .ResourceKind }}{{ .KindSuffix }}.json" \
 		"$out/$name.yaml")"; then
 		echo "$summary" >&2
 		exit 1
@@ -54,6 +58,7 @@ for values in "${sets[@]}"; do
 		echo "chart-check: $objects objects rendered, not all validated" >&2
 		exit 1
 	fi
+done
 done
 
 echo "== chart README.md"
@@ -71,4 +76,4 @@ if [[ "${CHART_GO_TESTS:-1}" != 0 ]]; then
 		"$go" test -count=1 ./chart/...)
 fi
 
-echo "chart-check: ok (${#sets[@]} value sets, $((SECONDS - start)) s)"
+echo "chart-check: ok (${#sets[@]} value sets on Kubernetes ${kube_versions// /, }, $((SECONDS - start)) s)"

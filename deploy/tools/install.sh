@@ -9,7 +9,8 @@
 #                    tests (built in the module's own tree with its go.mod, which has replace
 #                    directives go install refuses; without service discovery, which promtool
 #                    test and check rules never use: about a minute)
-#   schemas/         strict JSON schemas for kubeconform, made without the internet from
+#   schemas/<v>/     strict JSON schemas for kubeconform, one folder per Kubernetes version
+#                    (without the leading v), made without the internet from
 #                    api/openapi-spec/swagger.json of the k8s.io/kubernetes module and the CRDs
 #                    of the prometheus-operator and gateway-api modules (all through the Go
 #                    module proxy), converted by tests/chart/schemagen
@@ -24,8 +25,9 @@ KUBECONFORM_VERSION="${KUBECONFORM_VERSION:-v0.8.0}"
 HELM_DOCS_VERSION="${HELM_DOCS_VERSION:-v1.14.2}"
 # Prometheus v3.x's Go module version (v0.3xx.y); the same as tests/go.mod's.
 PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.315.1}"
-# The Kubernetes API the chart is validated against, and the CRDs it renders.
-KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.35.4}"
+# The Kubernetes APIs the chart is validated against (the oldest and the newest it claims in
+# Chart.yaml's kubeVersion), and the CRDs it renders.
+KUBERNETES_VERSIONS="${KUBERNETES_VERSIONS:-v1.29.15 v1.35.4}"
 PROMETHEUS_OPERATOR_VERSION="${PROMETHEUS_OPERATOR_VERSION:-v0.85.0}"
 GATEWAY_API_VERSION="${GATEWAY_API_VERSION:-v1.4.1}"
 
@@ -109,7 +111,7 @@ fi
 
 # The schemas. The stamp names every input, the converter's source included.
 converter="$root/tests/chart/schemagen"
-stamp="kubernetes=$KUBERNETES_VERSION prometheus-operator=$PROMETHEUS_OPERATOR_VERSION gateway-api=$GATEWAY_API_VERSION converter=$(cat "$converter"/*.go | sha256sum | cut -c1-16)"
+stamp="kubernetes=${KUBERNETES_VERSIONS// /,} prometheus-operator=$PROMETHEUS_OPERATOR_VERSION gateway-api=$GATEWAY_API_VERSION converter=$(cat "$converter"/*.go | sha256sum | cut -c1-16)"
 if [[ -f "$schemadir/.stamp" && "$(cat "$schemadir/.stamp")" == "$stamp" ]]; then
 	echo "install: schemas already in $schemadir ($stamp)"
 	exit 0
@@ -125,16 +127,18 @@ module_dir() {
 
 echo "install: making JSON schemas ($stamp)"
 start=$SECONDS
-k8s="$(module_dir "k8s.io/kubernetes@$KUBERNETES_VERSION")"
 promop="$(module_dir "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION")"
 gwapi="$(module_dir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")"
 rm -rf "$schemadir.new"
 mkdir -p "$schemadir.new"
-(cd "$root/tests" && GOWORK=off "$go" run ./chart/schemagen -out "$schemadir.new" \
-	-swagger "$k8s/api/openapi-spec/swagger.json" \
-	-crd "$promop/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml" \
-	-crd "$promop/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml" \
-	-crd "$gwapi/config/crd/standard/gateway.networking.k8s.io_httproutes.yaml")
+for version in $KUBERNETES_VERSIONS; do
+	k8s="$(module_dir "k8s.io/kubernetes@$version")"
+	(cd "$root/tests" && GOWORK=off "$go" run ./chart/schemagen -out "$schemadir.new/${version#v}" \
+		-swagger "$k8s/api/openapi-spec/swagger.json" \
+		-crd "$promop/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml" \
+		-crd "$promop/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml" \
+		-crd "$gwapi/config/crd/standard/gateway.networking.k8s.io_httproutes.yaml")
+done
 echo "$stamp" >"$schemadir.new/.stamp"
 rm -rf "$schemadir"
 mv "$schemadir.new" "$schemadir"

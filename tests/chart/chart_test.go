@@ -529,7 +529,7 @@ func TestImages(t *testing.T) {
 	}
 	readYAML(t, filepath.Join(chartDir(t), "Chart.yaml"), &chart)
 	for svc, d := range renderSet(t, "default").deployments(t) {
-		if got, want := d.Spec.Template.Spec.Containers[0].Image, "linkmesh/"+svc+":"+chart.AppVersion; got != want {
+		if got, want := d.Spec.Template.Spec.Containers[0].Image, "registry.example.com/linkmesh/"+svc+":"+chart.AppVersion; got != want {
 			t.Errorf("default: %s image %q, want %q", svc, got, want)
 		}
 	}

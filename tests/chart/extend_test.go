@@ -207,3 +207,29 @@ func TestLinkerdProxyOutlivesTheService(t *testing.T) {
 		t.Errorf("native sidecar asked for with nativeSidecar=false: %v", ann)
 	}
 }
+
+// Nothing installs by default that cannot run: the images' repository, both datastores and a
+// source of keys are required, each refusal saying what to give.
+func TestRequiredValues(t *testing.T) {
+	full := []string{"image.repository=r.example/linkmesh", "secrets.generate=true",
+		"secrets.mongodbURI=mongodb://m:27017/?replicaSet=rs0", "secrets.redisURL=redis://r:6379/0"}
+	if _, err := helmTemplateArgs(t, true, nil, nil, full...); err != nil {
+		t.Fatalf("with every required value: %v", err)
+	}
+	for i, want := range []string{"image.repository is required", "the chart's keys need a source", "secrets.mongodbURI is required", "secrets.redisURL is required"} {
+		sets := append(append([]string{}, full[:i]...), full[i+1:]...)
+		_, err := helmTemplateArgs(t, true, nil, nil, sets...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("without %s: %v, want %q", full[i], err, want)
+		}
+	}
+	// An existing Secret is a source of everything, datastores included; every service's own
+	// repository stands for the global one.
+	sets := []string{"secrets.existingSecret=mine"}
+	for _, svc := range services {
+		sets = append(sets, "services."+svc+".image.repository=r.example/"+svc)
+	}
+	if _, err := helmTemplateArgs(t, true, nil, nil, sets...); err != nil {
+		t.Errorf("existingSecret and per-service repositories: %v", err)
+	}
+}

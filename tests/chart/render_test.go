@@ -99,7 +99,19 @@ func helmTemplate(t testing.TB, files []string, sets ...string) ([]byte, error) 
 // for lookup), the value files and the --set arguments given.
 func helmTemplateWith(t testing.TB, extra, files []string, sets ...string) ([]byte, error) {
 	t.Helper()
+	return helmTemplateArgs(t, false, extra, files, sets...)
+}
+
+// helmTemplateArgs is helmTemplateWith, without the required values when bare.
+func helmTemplateArgs(t testing.TB, bare bool, extra, files []string, sets ...string) ([]byte, error) {
+	t.Helper()
 	args := []string{"template", release, chartDir(t), "--namespace", namespace, "--kube-version", kubeVersion}
+	// The values every installation must give (image.repository, the datastores, a source of
+	// keys) come first, so that a test states only what it is about; TestRequiredValues
+	// renders without them.
+	if !bare {
+		args = append(args, "-f", filepath.Join(chartDir(t), "ci", "default-values.yaml"))
+	}
 	args = append(args, extra...)
 	for _, f := range files {
 		args = append(args, "-f", f)

@@ -202,7 +202,27 @@ Deployment.
 {{- if eq (int $v.metrics.port) (int $v.containerPort) }}
 {{- fail "metrics.port must differ from containerPort" }}
 {{- end }}
+{{- $needImage := list }}
+{{- range $name := include "linkmesh.serviceNames" . | fromYamlArray }}
+{{- if not (or $v.image.repository (index $v.services $name).image.repository) }}
+{{- $needImage = append $needImage $name }}
+{{- end }}
+{{- end }}
+{{- if $needImage }}
+{{- fail (printf "image.repository is required (or services.<name>.image.repository for %s): the images are not published; build and push them to your registry (make images; skaffold build -p prod --default-repo=<registry>/<path>) and give its path" (join ", " $needImage)) }}
+{{- end }}
 {{- if not $v.secrets.existingSecret }}
+{{- if not $v.secrets.generate }}
+{{- $missing := list }}
+{{- range $key := list "identitySecret" "webhookKey" "internalCerts" }}
+{{- if not (index $v.secrets $key) }}
+{{- $missing = append $missing (printf "secrets.%s" $key) }}
+{{- end }}
+{{- end }}
+{{- if $missing }}
+{{- fail (printf "the chart's keys need a source: set secrets.existingSecret (a Secret you create, the GitOps way: Argo CD renders with helm template and cannot keep generated keys), or secrets.generate=true (helm install/upgrade only: generated once, kept through lookup), or give %s in values" (join ", " $missing)) }}
+{{- end }}
+{{- end }}
 {{- if and $v.secrets.identitySecret (lt (len $v.secrets.identitySecret) 32) }}
 {{- fail "secrets.identitySecret must be at least 32 characters" }}
 {{- end }}

@@ -17,7 +17,7 @@ CHART_GO_TESTS ?= 1
 .DEFAULT_GOAL := help
 WEB      := services/gateway/web
 
-.PHONY: help deps web web-deps web-npm geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin soak drills fmt lint tidy clean tools chart-check chart-docs images images-runtime skaffold-check
+.PHONY: help deps web web-deps web-npm geoip build run test test-unit test-go test-isolated bench bench-owner bench-create bench-admin soak drills fmt lint tidy clean tools chart-check chart-docs images images-runtime skaffold-check skaffold-render
 
 help: ## List every target with what it does
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -94,9 +94,12 @@ images: ## Build the six service images offline, without a container engine, int
 images-runtime: ## Install podman (runc) to start the images in tests/images; without it they start chrooted (root either way)
 	@deploy/images/install-runtime.sh
 
-skaffold-check: tools ## skaffold render, offline: the chart release with the six images (builds skaffold v2.16.1 into .tools once, about 10 minutes)
+skaffold-check: tools ## Check skaffold.yaml offline without building skaffold: its own JSON schema (from the skaffold module), the dev datastores, each profile's chart render
+	@CHART_GO_TESTS=$(CHART_GO_TESTS) deploy/tools/skaffold-check.sh $(TOOLS)
+
+skaffold-render: tools ## skaffold render, offline, with skaffold itself (builds skaffold v2.16.1 into .tools once, about 10 minutes)
 	@deploy/tools/install-skaffold.sh $(TOOLS)
-	@HOME=$(TOOLS)/skaffold-home PATH=$(TOOLS)/bin:$$PATH skaffold render --offline=true --digest-source=tag --update-check=false --output $(TOOLS)/skaffold-render.yaml
+	@HOME=$(TOOLS)/skaffold-home PATH=$(TOOLS)/bin:$$PATH skaffold render -p dev --offline=true --digest-source=tag --update-check=false --output $(TOOLS)/skaffold-render.yaml
 	@for s in $(SERVICES); do grep -q "image: linkmesh/$$s:" $(TOOLS)/skaffold-render.yaml || { echo "skaffold render: no image linkmesh/$$s"; exit 1; }; done; echo "skaffold render: ok"
 
 chart-docs: tools ## Regenerate charts/linkmesh/README.md from Chart.yaml, values.yaml and README.md.gotmpl (helm-docs)

@@ -26,7 +26,13 @@ type Step struct {
 // Migrate brings db to the last step's version: it runs, in order, every step above the
 // version db records, and records each version once its step has succeeded. A database
 // newer than the steps (a rollback) is left as it is.
+//
+// Under a context marked by SchemaChecked (a serving replica whose database the migration
+// already brought up to date), it does nothing.
 func Migrate(ctx context.Context, db *mongo.Database, steps ...Step) error {
+	if isSchemaChecked(ctx) {
+		return nil
+	}
 	coll := db.Collection(SchemaCollection)
 	var cur struct {
 		Version int `bson:"version"`

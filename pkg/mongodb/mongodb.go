@@ -53,12 +53,15 @@ type Index struct {
 	Model      mongo.IndexModel
 }
 
-// EnsureIndexes creates the indexes; creating an existing identical index is a no-op, so every
-// replica runs this at start-up. The code keeps one index per key pattern: an index of the same
+// EnsureIndexes creates the indexes; creating an existing identical index is a no-op, so a
+// migration run again (or two at once) changes nothing. The code keeps one index per key pattern: an index of the same
 // keys under another name, or of the same name with other options (a TTL or unique index
 // replacing a plain one, or the other way round, made by a replica of another version during a
 // rolling update), is dropped and the wanted one made.
 func EnsureIndexes(ctx context.Context, db *mongo.Database, indexes ...Index) error {
+	if isSchemaChecked(ctx) { // the migration made them (see SchemaChecked)
+		return nil
+	}
 	existing := map[string][]indexSpec{}
 	for _, ix := range indexes {
 		view := db.Collection(ix.Collection).Indexes()

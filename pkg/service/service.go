@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/linkmesh/linkmesh/pkg/config"
@@ -28,6 +29,7 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/identity"
 	"github.com/linkmesh/linkmesh/pkg/logging"
 	"github.com/linkmesh/linkmesh/pkg/metrics"
+	"github.com/linkmesh/linkmesh/pkg/mongodb"
 	"github.com/linkmesh/linkmesh/pkg/server"
 	"github.com/linkmesh/linkmesh/pkg/telemetry"
 )
@@ -51,6 +53,17 @@ type Spec struct {
 	// Wire builds the service on what the boot path opened: it registers routes on
 	// env.Server and returns its workers. Nil serves the probes only.
 	Wire func(ctx context.Context, env *Env) (Parts, error)
+	// Schema is the schema of the service's own database, when it has one.
+	Schema *Schema
+}
+
+// Schema is a service's database schema: Version is the one its code reads, Migrate brings a
+// database to it (its data steps, then its indexes). `<service> migrate` runs Migrate and
+// records Version as applied; a serving replica only checks it (mongodb.CheckSchema) and
+// refuses to start on another, so no replica ever waits for an index build at start.
+type Schema struct {
+	Version int
+	Migrate func(ctx context.Context, db *mongo.Database) error
 }
 
 // For is the Spec of a service whose wiring takes its own config type, so that each service
@@ -97,11 +110,23 @@ type Runtime struct {
 	TracerProvider trace.TracerProvider
 	// Listener, when set, is served instead of listening on the configured address.
 	Listener net.Listener
+	// Migrate runs the schema migration before the check, as `<service> migrate` would
+	// (component tests, which start a service on a fresh database).
+	Migrate bool
 }
 
-// Main runs spec until SIGINT or SIGTERM and exits non-zero if it fails.
+// Main runs spec until SIGINT or SIGTERM and exits non-zero if it fails. With the argument
+// `migrate` it migrates the service's database instead (see Schema) and exits.
 func Main(spec Spec) {
-	if err := start(spec); err != nil {
+	run := start
+	if len(os.Args) > 1 {
+		if os.Args[1] != "migrate" || len(os.Args) > 2 {
+			fmt.Fprintf(os.Stderr, "usage: %s [migrate]\n", spec.Name)
+			os.Exit(2)
+		}
+		run = migrateMain
+	}
+	if err := run(spec); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", spec.Name, err)
 		os.Exit(1)
 	}
@@ -156,6 +181,19 @@ func Run(ctx context.Context, spec Spec, rt Runtime) (err error) {
 	stores, err := openDatastores(ctx, cfg, rt.TracerProvider)
 	if err != nil {
 		return err
+	}
+	if spec.Schema != nil && stores.DB != nil {
+		if rt.Migrate {
+			if err := migrate(ctx, spec, stores.DB, rt.Logger); err != nil {
+				stores.Close()
+				return err
+			}
+		}
+		if err := mongodb.CheckSchema(ctx, stores.DB, spec.Name, spec.Schema.Version); err != nil {
+			stores.Close()
+			return err
+		}
+		ctx = mongodb.SchemaChecked(ctx)
 	}
 	parts := Parts{}
 	release := func() {

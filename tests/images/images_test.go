@@ -441,6 +441,23 @@ func TestImagesStart(t *testing.T) {
 			case "link":
 				vars["LINKMESH_WEBHOOK_KEY"] = secret(t)
 			}
+			// The image migrates its database as the chart's migration Job runs it, then serves.
+			if svc != "gateway" {
+				var mig *started
+				if how == "podman" {
+					mig = startPodman(t, img, svc+"-migrate", vars, "migrate")
+				} else {
+					mig = startChroot(t, img, cf, vars, "migrate")
+				}
+				for deadline := time.Now().Add(60 * time.Second); !mig.exited(); time.Sleep(50 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s migrate still running after 60 s\n%s", svc, mig.output())
+					}
+				}
+				if code := mig.stop(); code != 0 {
+					t.Fatalf("%s migrate exited %d\n%s", svc, code, mig.output())
+				}
+			}
 			var proc *started
 			if how == "podman" {
 				proc = startPodman(t, img, svc, vars)
@@ -493,7 +510,7 @@ type started struct {
 
 // startChroot unpacks img into a folder and starts its entrypoint chrooted there as
 // uid/gid 65532, with the image's environment plus vars.
-func startChroot(t *testing.T, img v1.Image, cf *v1.ConfigFile, vars map[string]string) *started {
+func startChroot(t *testing.T, img v1.Image, cf *v1.ConfigFile, vars map[string]string, args ...string) *started {
 	t.Helper()
 	rootfs := filepath.Join(t.TempDir(), "rootfs")
 	if err := unpack(img, rootfs); err != nil {
@@ -502,7 +519,7 @@ func startChroot(t *testing.T, img v1.Image, cf *v1.ConfigFile, vars map[string]
 	var out syncBuffer
 	cmd := &exec.Cmd{
 		Path:   cf.Config.Entrypoint[0], // inside the chroot
-		Args:   append(slices.Clone(cf.Config.Entrypoint), cf.Config.Cmd...),
+		Args:   append(append(slices.Clone(cf.Config.Entrypoint), cf.Config.Cmd...), args...),
 		Env:    mergeEnv(cf.Config.Env, vars),
 		Dir:    cf.Config.WorkingDir,
 		Stdout: &out,
@@ -606,7 +623,7 @@ func unpack(img v1.Image, dir string) error {
 
 // startPodman loads img into podman's storage from the layout and runs it: rootful, runc,
 // host network (the service listens on 127.0.0.1 only), the image's own user.
-func startPodman(t *testing.T, img v1.Image, svc string, vars map[string]string) *started {
+func startPodman(t *testing.T, img v1.Image, svc string, vars map[string]string, extra ...string) *started {
 	t.Helper()
 	podman := func(args ...string) (string, error) {
 		out, err := exec.Command("podman", args...).CombinedOutput()
@@ -653,7 +670,7 @@ func startPodman(t *testing.T, img v1.Image, svc string, vars map[string]string)
 	args := []string{"run", "-d", "--name", name, "--runtime", "runc", "--network", "host",
 		"--ulimit", "nofile=" + nofile() + ":" + nofile(), "--ulimit", "nproc=4096:4096",
 		"--env-file", envFile}
-	args = append(append(args, multiline...), id)
+	args = append(append(append(args, multiline...), id), extra...)
 	if out, err := podman(args...); err != nil {
 		t.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

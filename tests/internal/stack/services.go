@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -76,6 +77,10 @@ type ServicesOptions struct {
 	// Metrics gives every process its own metrics listener on a free loopback port
 	// (LINKMESH_METRICS_ADDR), listed in Services.MetricsURLs.
 	Metrics bool
+	// RedisACL gives every service a Redis user of its own, made from deploy/redis/users.acl
+	// (named <DatabasePrefix>-<service>, with a fresh password) on the server of RedisURL, as
+	// production runs them: a key or command a service needs and its line does not grant fails.
+	RedisACL bool
 }
 
 // CheckBinaries returns an error naming every service binary missing from
@@ -164,6 +169,20 @@ func startServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 		}
 	}()
 
+	if opts.RedisACL {
+		urls, err := redisUsers(ctx, opts.RedisURL, opts.DatabasePrefix)
+		if err != nil {
+			return nil, fmt.Errorf("start services: %w", err)
+		}
+		own := make(map[string]map[string]string, len(urls))
+		for svc, url := range urls {
+			own[svc] = map[string]string{EnvRedisURL: url}
+			for k, v := range opts.ServiceEnv[svc] {
+				own[svc][k] = v
+			}
+		}
+		opts.ServiceEnv = own
+	}
 	base := os.Environ()
 	for _, svc := range ServiceNames() {
 		env := serviceEnv(serviceEnvConfig{
@@ -172,6 +191,9 @@ func startServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 			Internal: internal, IdentitySecret: idSecret,
 			Env: opts.Env, ServiceEnv: opts.ServiceEnv[svc],
 		})
+		if err := migrate(ctx, opts.BinDir, svc, env); err != nil {
+			return nil, fmt.Errorf("start services: %w", err)
+		}
 		if err := s.startOne(ctx, opts, svc, svc, env); err != nil {
 			return nil, fmt.Errorf("start services: %w", err)
 		}
@@ -184,6 +206,21 @@ func startServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 		}
 	}
 	return s, nil
+}
+
+// migrate runs `<svc> migrate` as the chart's migration Job does before the service starts:
+// the services only check their database's schema and refuse one not migrated.
+func migrate(ctx context.Context, binDir, svc string, env []string) error {
+	if svc == "gateway" { // no database
+		return nil
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, svc), "migrate")
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s migrate: %w\n%s", svc, err, out)
+	}
+	return nil
 }
 
 // startReplica starts one more svc, name, on a free port, configured as the first one.

@@ -9,4 +9,8 @@ import (
 	"github.com/linkmesh/linkmesh/services/analytics/internal/config"
 )
 
-func main() { service.Main(service.For(pkgconfig.Analytics, &config.Config{}, app.Wire)) }
+func main() {
+	spec := service.For(pkgconfig.Analytics, &config.Config{}, app.Wire)
+	spec.Schema = app.Schema
+	service.Main(spec)
+}

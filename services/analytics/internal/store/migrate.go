@@ -43,9 +43,12 @@ func slotBatch(slot int64) bson.ObjectID {
 	return id
 }
 
+// SchemaVersion is the version of the schema this store reads.
+const SchemaVersion = 1
+
 // migrate brings db to the current schema.
 func (s *Store) migrate(ctx context.Context, db *mongo.Database) error {
-	return mongodb.Migrate(ctx, db, mongodb.Step{Version: 1, Name: "rollups applied per batch", Run: s.fromSlots})
+	return mongodb.Migrate(ctx, db, mongodb.Step{Version: SchemaVersion, Name: "rollups applied per batch", Run: s.fromSlots})
 }
 
 // fromSlots moves schema 0 to batches: it copies the rollups into the rollups collection,

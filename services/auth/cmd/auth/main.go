@@ -9,4 +9,8 @@ import (
 	"github.com/linkmesh/linkmesh/services/auth/internal/config"
 )
 
-func main() { service.Main(service.For(pkgconfig.Auth, &config.Config{}, app.Wire)) }
+func main() {
+	spec := service.For(pkgconfig.Auth, &config.Config{}, app.Wire)
+	spec.Schema = app.Schema
+	service.Main(spec)
+}

@@ -40,17 +40,25 @@ type Store struct {
 	emails mongodb.Turns
 }
 
-// New returns a store over db after bringing its schema up to date and making sure its
-// indexes exist; every replica runs it. Login records it writes expire recordRetention after
-// they were made.
+// SchemaVersion is the version of the schema this store reads (see Migrate).
+var SchemaVersion = len(migrations)
+
+// Migrate brings db's schema up to date and makes sure its indexes exist.
+func Migrate(ctx context.Context, db *mongo.Database) error {
+	if err := mongodb.Migrate(ctx, db, migrations...); err != nil {
+		return err
+	}
+	return mongodb.EnsureIndexes(ctx, db, indexes()...)
+}
+
+// New returns a store over db after Migrate (which does nothing under a context the boot path
+// marked: the migration ran before). Login records it writes expire recordRetention after
+// they were made; those without an expiry get theirs.
 func New(ctx context.Context, db *mongo.Database, recordRetention time.Duration) (*Store, error) {
 	if recordRetention <= 0 {
 		return nil, errors.New("store: the login record retention must be positive")
 	}
-	if err := mongodb.Migrate(ctx, db, migrations...); err != nil {
-		return nil, err
-	}
-	if err := mongodb.EnsureIndexes(ctx, db, indexes()...); err != nil {
+	if err := Migrate(ctx, db); err != nil {
 		return nil, err
 	}
 	if err := setRecordExpiry(ctx, db.Collection(LoginRecords), recordRetention); err != nil {

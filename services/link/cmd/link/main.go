@@ -8,4 +8,8 @@ import (
 	"github.com/linkmesh/linkmesh/services/link/internal/config"
 )
 
-func main() { service.Main(service.For(pkgconfig.Link, &config.Config{}, app.Wire)) }
+func main() {
+	spec := service.For(pkgconfig.Link, &config.Config{}, app.Wire)
+	spec.Schema = app.Schema
+	service.Main(spec)
+}

@@ -76,8 +76,11 @@ type Store struct {
 // retries bounds the attempts of a write that lost the link's revision to another writer.
 const retries = 4
 
+// SchemaVersion is the version of the schema this store reads.
+var SchemaVersion = len(migrations)
+
 // New returns a store over db after bringing its schema up to date and making sure its
-// indexes exist.
+// indexes exist (nothing, under a context the boot path marked: the migration did it).
 func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 	if err := mongodb.Migrate(ctx, db, migrations...); err != nil {
 		return nil, err

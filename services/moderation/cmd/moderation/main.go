@@ -9,4 +9,8 @@ import (
 	"github.com/linkmesh/linkmesh/services/moderation/internal/config"
 )
 
-func main() { service.Main(service.For(pkgconfig.Moderation, &config.Config{}, app.Wire)) }
+func main() {
+	spec := service.For(pkgconfig.Moderation, &config.Config{}, app.Wire)
+	spec.Schema = app.Schema
+	service.Main(spec)
+}

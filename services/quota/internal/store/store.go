@@ -50,8 +50,8 @@ type Store struct {
 func New(db *mongo.Database) *Store { return &Store{coll: db.Collection(Collection)} }
 
 // Prepare creates the indexes: the unique bucket index, and the TTL index that deletes a
-// bucket once its expires_at has passed (replacing any other index of expires_at). Every
-// replica runs it at start-up.
+// bucket once its expires_at has passed (replacing any other index of expires_at). The
+// migration runs it (`quota migrate`); under a serving replica's checked schema it does nothing.
 func Prepare(ctx context.Context, db *mongo.Database) error {
 	return mongodb.EnsureIndexes(ctx, db,
 		mongodb.Index{Collection: Collection, Model: mongo.IndexModel{

@@ -1,0 +1,89 @@
+package mongodb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// A database's schema is brought up to date by a migration run of its own (`<service>
+// migrate`: the chart's hook Job before every install and upgrade, devstack and the tests
+// before they start a service), never by a serving replica: an index build on a large
+// collection can take longer than any start-up probe allows. The migration runs the data
+// steps (Migrate) and creates the indexes (EnsureIndexes), then records the version it
+// completed as "applied" in the schema document. A replica only checks that version at start
+// (CheckSchema) and, with the context CheckSchema marks, skips the steps and index builds its
+// stores would run otherwise.
+
+// ErrSchema is the class of CheckSchema's refusals.
+var ErrSchema = errors.New("schema")
+
+type schemaChecked struct{}
+
+// SchemaChecked marks ctx: the database's schema is known to be applied, so Migrate and
+// EnsureIndexes under it do nothing.
+func SchemaChecked(ctx context.Context) context.Context {
+	return context.WithValue(ctx, schemaChecked{}, true)
+}
+
+func isSchemaChecked(ctx context.Context) bool {
+	v, _ := ctx.Value(schemaChecked{}).(bool)
+	return v
+}
+
+// MarkApplied records that db's schema is complete at version: its steps ran and its indexes
+// exist. Only forward, so a migration of an older release running late never lowers it.
+func MarkApplied(ctx context.Context, db *mongo.Database, version int) error {
+	filter := bson.D{{Key: "_id", Value: "schema"}, {Key: "$or", Value: bson.A{
+		bson.D{{Key: "applied", Value: bson.D{{Key: "$exists", Value: false}}}},
+		bson.D{{Key: "applied", Value: bson.D{{Key: "$lt", Value: version}}}},
+	}}}
+	_, err := db.Collection(SchemaCollection).UpdateOne(ctx, filter,
+		bson.D{{Key: "$set", Value: bson.D{{Key: "applied", Value: version}, {Key: "applied_at", Value: time.Now().UTC()}}}},
+		options.UpdateOne().SetUpsert(true))
+	if err != nil && !mongo.IsDuplicateKeyError(err) { // a duplicate: the document exists at this version or later
+		return fmt.Errorf("record schema version %d as applied: %w", version, err)
+	}
+	return nil
+}
+
+// AppliedVersion returns the schema version db's last migration completed, and false when no
+// migration has recorded one.
+func AppliedVersion(ctx context.Context, db *mongo.Database) (int, bool, error) {
+	var doc struct {
+		Applied *int `bson:"applied"`
+	}
+	err := db.Collection(SchemaCollection).FindOne(ctx, bson.D{{Key: "_id", Value: "schema"}}).Decode(&doc)
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("read schema version: %w", err)
+	case doc.Applied == nil:
+		return 0, false, nil
+	}
+	return *doc.Applied, true, nil
+}
+
+// CheckSchema refuses a database whose applied schema is not version, the one this code
+// reads: newer (migrated by a later release, which this one cannot read safely) or older or
+// missing (the migration has not run). service names the command that migrates it.
+func CheckSchema(ctx context.Context, db *mongo.Database, service string, version int) error {
+	applied, ok, err := AppliedVersion(ctx, db)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("%w: database %s has no schema applied; run the migration first (the chart's migration Job, or `%s migrate`)", ErrSchema, db.Name(), service)
+	case applied > version:
+		return fmt.Errorf("%w: database %s is at schema version %d, newer than this release knows (%d): a later release migrated it; run that release, or restore the database from before its migration", ErrSchema, db.Name(), applied, version)
+	case applied < version:
+		return fmt.Errorf("%w: database %s is at schema version %d and this release needs %d; run the migration first (the chart's migration Job, or `%s migrate`)", ErrSchema, db.Name(), applied, version, service)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/linkmesh/linkmesh/pkg/config"
+	"github.com/linkmesh/linkmesh/pkg/logging"
+	"github.com/linkmesh/linkmesh/pkg/mongodb"
+)
+
+// migrateMain is `<service> migrate`: it reads only the MongoDB settings
+// (LINKMESH_MONGODB_URI, LINKMESH_MONGODB_DATABASE) and the log level, brings the service's
+// database to its schema and exits. Running it again, or twice at once, changes nothing more.
+func migrateMain(spec Spec) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var settings struct {
+		LogLevel string `env:"LINKMESH_LOG_LEVEL" envDefault:"info"`
+		config.Mongo
+	}
+	if err := env.Parse(&settings); err != nil {
+		return fmt.Errorf("load config: %w", err)
+	}
+	level, err := config.ParseLogLevel(settings.LogLevel)
+	if err != nil {
+		return err
+	}
+	log := logging.New(os.Stdout, spec.Name, level)
+	if spec.Schema == nil {
+		log.Info("no database to migrate")
+		return nil
+	}
+	config.ApplyDefaults(spec.Name, &config.Service{}, &settings.Mongo, nil)
+	client, db, err := mongodb.Connect(ctx, settings.URI.Reveal(), settings.Database, noop.NewTracerProvider())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = client.Disconnect(context.Background()) }()
+	return migrate(ctx, spec, db, log)
+}
+
+// migrate runs spec's schema migration on db and records its version as applied, refusing a
+// database a later release already migrated.
+func migrate(ctx context.Context, spec Spec, db *mongo.Database, log *slog.Logger) error {
+	applied, ok, err := mongodb.AppliedVersion(ctx, db)
+	if err != nil {
+		return err
+	}
+	if ok && applied > spec.Schema.Version {
+		return mongodb.CheckSchema(ctx, db, spec.Name, spec.Schema.Version)
+	}
+	start := time.Now()
+	log.Info("migrating", "database", db.Name(), "from", applied, "to", spec.Schema.Version)
+	if err := spec.Schema.Migrate(ctx, db); err != nil {
+		return fmt.Errorf("migrate %s: %w", db.Name(), err)
+	}
+	if err := mongodb.MarkApplied(ctx, db, spec.Schema.Version); err != nil {
+		return err
+	}
+	// A later release's migration may have run meanwhile.
+	if err := mongodb.CheckSchema(ctx, db, spec.Name, spec.Schema.Version); err != nil {
+		return err
+	}
+	log.Info("migrated", "database", db.Name(), "version", spec.Schema.Version, "took", time.Since(start).Round(time.Millisecond).String())
+	return nil
+}

@@ -233,3 +233,19 @@ func TestRequiredValues(t *testing.T) {
 		t.Errorf("existingSecret and per-service repositories: %v", err)
 	}
 }
+
+// An existing Secret changed where the chart cannot read it (GitOps): secrets.revision rolls
+// the pods.
+func TestSecretRevisionRollsPods(t *testing.T) {
+	ann := func(sets ...string) string {
+		m := render(t, nil, append([]string{"secrets.existingSecret=mine"}, sets...)...)
+		return m.deployments(t)["link"].Spec.Template.Metadata.Annotations["checksum/secret"]
+	}
+	a, b := ann(), ann("secrets.revision=2026-11-27")
+	if a == "" || a == b {
+		t.Errorf("checksum/secret %q, then %q with a new revision", a, b)
+	}
+	if c := ann("secrets.revision=2026-11-27"); c != b {
+		t.Error("the same revision gives another checksum")
+	}
+}

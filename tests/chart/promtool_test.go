@@ -10,27 +10,13 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// promtoolBin is the promtool of LINKMESH_PROMTOOL (make test builds it into .tools/bin); the
-// test skips without one, or fails when integration is required.
-func promtoolBin(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("LINKMESH_PROMTOOL")
-	if p == "" {
-		if os.Getenv("LINKMESH_REQUIRE_INTEGRATION") != "" {
-			t.Fatal("LINKMESH_PROMTOOL is not set; run deploy/tools/install.sh and set it to .tools/bin/promtool (make test does)")
-		}
-		t.Skip("LINKMESH_PROMTOOL not set")
-	}
-	return p
-}
-
 // TestPromtoolRuleTests renders the chart's PrometheusRule as an operator gets it (the
 // chart's replacements and its absent() group included), checks it with promtool check rules
 // and runs the unit tests of testdata/alerts.test.yaml against it with promtool test rules.
 // The annotations are left out of the tested copy: promtool compares them in full, and their
 // templates are checked by tests/observability.
 func TestPromtoolRuleTests(t *testing.T) {
-	promtool := promtoolBin(t)
+	promtool := toolBin(t, "LINKMESH_PROMTOOL", "promtool")
 	m := render(t, nil, "prometheusRule.enabled=true", "serviceMonitor.enabled=true")
 	rule := m.must(t, "PrometheusRule", fullname)
 	spec, _ := rule.raw["spec"].(map[string]any)

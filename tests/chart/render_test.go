@@ -41,19 +41,23 @@ func repoRoot(t testing.TB) string {
 
 func chartDir(t testing.TB) string { return filepath.Join(repoRoot(t), "charts", "linkmesh") }
 
-// helmBin is the helm binary of LINKMESH_HELM. Without it the test skips, or fails when
+// helmBin is the helm binary of LINKMESH_HELM.
+func helmBin(t testing.TB) string { return toolBin(t, "LINKMESH_HELM", "helm") }
+
+// toolBin is the binary the environment variable env names (make chart-check and make test set
+// it to .tools/bin/<name>). Without it the test skips, or fails when
 // LINKMESH_REQUIRE_INTEGRATION is set (make test).
-func helmBin(t testing.TB) string {
+func toolBin(t testing.TB, env, name string) string {
 	t.Helper()
-	h := os.Getenv("LINKMESH_HELM")
+	h := os.Getenv(env)
 	if h == "" {
 		if os.Getenv("LINKMESH_REQUIRE_INTEGRATION") != "" {
-			t.Fatal("LINKMESH_HELM is not set; run deploy/tools/install.sh and set it to .tools/bin/helm (make chart-check does)")
+			t.Fatalf("%s is not set; run deploy/tools/install.sh and set it to .tools/bin/%s (make chart-check does)", env, name)
 		}
-		t.Skip("LINKMESH_HELM not set")
+		t.Skip(env + " not set")
 	}
 	if _, err := os.Stat(h); err != nil {
-		t.Fatalf("LINKMESH_HELM=%s: %v", h, err)
+		t.Fatalf("%s=%s: %v", env, h, err)
 	}
 	return h
 }

@@ -573,3 +573,59 @@ func TestGeneratedSecretsAreKept(t *testing.T) {
 		}
 	}
 }
+
+// A rotation as the chart README describes it, through values: the bundle holds the old and the
+// new certificates (step 1, old keys; step 2, new keys), then only the new ones (step 3). Every
+// step renders, rolls the pods (checksum/secret changes), and gives services that accept the
+// tokens of either key while the bundle holds both.
+func TestRotationThroughValues(t *testing.T) {
+	old, next := generateKeySet(t), generateKeySet(t)
+	steps := []struct {
+		name  string
+		keys  map[string]string
+		certs string
+	}{
+		{"before", old.Keys, old.Certs},
+		{"1: new certificates added", old.Keys, old.Certs + next.Certs},
+		{"2: new keys in use", next.Keys, old.Certs + next.Certs},
+		{"3: old certificates removed", next.Keys, next.Certs},
+	}
+	var last string
+	for _, s := range steps {
+		m := render(t, []string{writeValues(t, keySetValues(s.keys, s.certs))})
+		data := secretOf(t, m)
+		if data[varInternalCerts] != s.certs {
+			t.Fatalf("%s: the bundle is not used as given", s.name)
+		}
+		for _, svc := range services {
+			if _, err := identity.NewKeys(svc, data[internalKeyOf(svc)], data[varInternalCerts]); err != nil {
+				t.Errorf("%s: %s does not start: %v", s.name, svc, err)
+			}
+		}
+		sum := m.deployments(t)["link"].Spec.Template.Metadata.Annotations["checksum/secret"]
+		if sum == last {
+			t.Errorf("%s: the pods do not roll", s.name)
+		}
+		last = sum
+	}
+	// Step 2's pods accept the tokens step 1's pods sign, and the other way round.
+	one := secretOf(t, render(t, []string{writeValues(t, keySetValues(old.Keys, old.Certs+next.Certs))}))
+	two := secretOf(t, render(t, []string{writeValues(t, keySetValues(next.Keys, old.Certs+next.Certs))}))
+	for _, pair := range [][2]map[string]string{{one, two}, {two, one}} {
+		gw, err := identity.NewKeys("gateway", pair[0][internalKeyOf("gateway")], pair[0][varInternalCerts])
+		if err != nil {
+			t.Fatal(err)
+		}
+		link, err := identity.NewKeys("link", pair[1][internalKeyOf("link")], pair[1][varInternalCerts])
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := gw.SignCaller(identity.Caller{UserID: "u1", Role: identity.RoleUser}, "link")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := link.Verify(tok); err != nil {
+			t.Errorf("a pod of one step refuses the other's token: %v", err)
+		}
+	}
+}

@@ -100,12 +100,13 @@ service cannot start without it, and whether it differs per service (perService:
 an object by service name, and the Secret holds one key per service, see linkmesh.secretKey).
 */}}
 {{- define "linkmesh.secretVariables" -}}
+{{- $own := .Values.secrets.credentialsPerService }}
 LINKMESH_INTERNAL_KEY: {value: internalKeys, required: true, perService: true}
 LINKMESH_INTERNAL_CERTS: {value: internalCerts, required: true}
 LINKMESH_IDENTITY_SECRET: {value: identitySecret, required: true}
 LINKMESH_WEBHOOK_KEY: {value: webhookKey, required: true}
-LINKMESH_MONGODB_URI: {value: mongodbURI, required: true}
-LINKMESH_REDIS_URL: {value: redisURL, required: true}
+LINKMESH_MONGODB_URI: {value: {{ ternary "mongodbURIs" "mongodbURI" $own }}, required: true, perService: {{ $own }}}
+LINKMESH_REDIS_URL: {value: {{ ternary "redisURLs" "redisURL" $own }}, required: true, perService: {{ $own }}}
 LINKMESH_BOOTSTRAP_ADMIN_EMAIL: {value: bootstrapAdminEmail, required: false}
 LINKMESH_BOOTSTRAP_ADMIN_PASSWORD: {value: bootstrapAdminPassword, required: false}
 LINKMESH_CAPTCHA_VERIFY_URL: {value: captchaVerifyURL, required: false}

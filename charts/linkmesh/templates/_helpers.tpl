@@ -168,7 +168,7 @@ a changed Secret rolls the pods on the next upgrade.
 {{- define "linkmesh.secretChecksum" -}}
 {{- if .Values.secrets.existingSecret }}
 {{- $existing := lookup "v1" "Secret" .Release.Namespace .Values.secrets.existingSecret | default dict }}
-{{- printf "%s/%s" .Values.secrets.existingSecret (dig "data" dict $existing | toJson) | sha256sum }}
+{{- printf "%s/%s/%s" .Values.secrets.existingSecret .Values.secrets.revision (dig "data" dict $existing | toJson) | sha256sum }}
 {{- else }}
 {{- toJson .Values.secrets | sha256sum }}
 {{- end }}
@@ -251,11 +251,23 @@ Deployment.
 {{- if and $v.secrets.internalCerts (lt $certs (len $names)) }}
 {{- fail (printf "secrets.internalCerts holds %d certificates; it needs one for each of the %d services" $certs (len $names)) }}
 {{- end }}
+{{- if $v.secrets.credentialsPerService }}
+{{- $contract := include "linkmesh.contractOf" . | fromJson }}
+{{- range $name := $names }}
+{{- if and (index $contract $name).mongodb (not (index $v.secrets.mongodbURIs $name)) }}
+{{- fail (printf "secrets.mongodbURIs.%s is required with secrets.credentialsPerService (or secrets.existingSecret)" $name) }}
+{{- end }}
+{{- if not (index $v.secrets.redisURLs $name) }}
+{{- fail (printf "secrets.redisURLs.%s is required with secrets.credentialsPerService (or secrets.existingSecret)" $name) }}
+{{- end }}
+{{- end }}
+{{- else }}
 {{- if not $v.secrets.mongodbURI }}
 {{- fail "secrets.mongodbURI is required (or secrets.existingSecret)" }}
 {{- end }}
 {{- if not $v.secrets.redisURL }}
 {{- fail "secrets.redisURL is required (or secrets.existingSecret)" }}
+{{- end }}
 {{- end }}
 {{- range $pair := list (list "bootstrapAdminEmail" "bootstrapAdminPassword") (list "captchaVerifyURL" "captchaSecret") (list "oidcIssuer" "oidcClientID") }}
 {{- if ne (empty (index $v.secrets (first $pair))) (empty (index $v.secrets (last $pair))) }}

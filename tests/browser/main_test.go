@@ -97,6 +97,7 @@ func run(m *testing.M) int {
 	// origin, so the pages' same-origin checks see the browser's real Origin.
 	svcs, err := stack.StartServices(ctx, stack.ServicesOptions{
 		BinDir: stack.BinDir(), MongoURI: mongoURI, RedisURL: redisURL, DatabasePrefix: dbPrefix, LogDir: logDir,
+		RedisACL: true,
 		Env: map[string]string{
 			"LINKMESH_BOOTSTRAP_ADMIN_EMAIL":    adminEmail,
 			"LINKMESH_BOOTSTRAP_ADMIN_PASSWORD": adminPassword,

@@ -98,6 +98,9 @@ func run(m *testing.M) int {
 		GatewayReplicas:   1,
 		AnalyticsReplicas: 1,
 		Metrics:           true,
+		// Every service as its own Redis user (deploy/redis/users.acl): a key or command its
+		// line does not grant fails here.
+		RedisACL: true,
 		Env: map[string]string{
 			"LINKMESH_BASE_URL": baseURL,
 			// Tests give each scenario its own client address through a trusted proxy hop.

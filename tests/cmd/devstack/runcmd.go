@@ -138,6 +138,8 @@ func runStack(ctx context.Context, args []string, logger *slog.Logger) error {
 		Env:         env,
 		LogDir:      cfg.logDir,
 		Logger:      logger,
+		// Each service with a Redis user of its own, as in production (deploy/redis/users.acl).
+		RedisACL: true,
 	})
 	if err != nil {
 		return startErr(ctx, err, logger)

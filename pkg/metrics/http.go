@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Unmatched is the route label of requests no route matched: the raw path never becomes a
@@ -52,13 +54,35 @@ type (
 )
 
 // observe records one answer's time.
-func (m *routeMetrics) observe(seconds float64) {
+func (m *routeMetrics) observe(seconds float64, traceID string) {
 	o := m.duration.Load()
 	if o == nil {
 		o = &observer{m.durations.WithLabelValues(m.method, m.route)}
 		m.duration.Store(o)
 	}
+	observe(o.Observer, seconds, traceID)
+}
+
+// observe records seconds on o, with the trace that took them as the bucket's exemplar when
+// the request was traced (sampled): the dashboards' latency panels link from a slow bucket to
+// the trace of one of its requests. Exemplars are served in the OpenMetrics exposition only.
+func observe(o prometheus.Observer, seconds float64, traceID string) {
+	if traceID != "" {
+		if eo, ok := o.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(seconds, prometheus.Labels{"trace_id": traceID})
+			return
+		}
+	}
 	o.Observe(seconds)
+}
+
+// sampledTraceID is the id of the trace ctx's span belongs to when that trace is recorded,
+// else empty: an exemplar must lead to a trace that exists.
+func sampledTraceID(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		return sc.TraceID().String()
+	}
+	return ""
 }
 
 // count counts one answer of status code.
@@ -128,14 +152,15 @@ func (h *HTTP) Middleware() fiber.Handler {
 		}
 		h.inflight.Add(-1)
 		took := time.Since(c.Context().Time()).Seconds()
+		traceID := sampledTraceID(c.UserContext())
 		if m := h.route(c, own); m != nil {
 			m.count(c.Response().StatusCode())
-			m.observe(took)
+			m.observe(took, traceID)
 			return nil
 		}
 		method := methodLabel(c.Method())
 		h.requests.WithLabelValues(method, Unmatched, strconv.Itoa(c.Response().StatusCode())).Inc()
-		h.duration.WithLabelValues(method, Unmatched).Observe(took)
+		observe(h.duration.WithLabelValues(method, Unmatched), took, traceID)
 		return nil
 	}
 }

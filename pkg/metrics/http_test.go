@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 func TestMiddlewareLabelsByRouteTemplateAndAnsweredStatus(t *testing.T) {
@@ -149,4 +151,53 @@ func collectLabels(t *testing.T, h *HTTP) []string {
 		}
 	}
 	return out
+}
+
+// A traced (sampled) request leaves its trace id as the exemplar of its duration bucket,
+// served in the OpenMetrics exposition; an untraced one leaves none.
+func TestDurationExemplarsLinkToTraces(t *testing.T) {
+	reg := New("svc")
+	h := reg.HTTP()
+	app := fiber.New()
+	app.Use(h.Middleware())
+	traceID := oteltrace.TraceID{0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9c}
+	app.Use(func(c *fiber.Ctx) error { // as the tracing middleware does
+		if c.Get("X-Traced") != "" {
+			flags := oteltrace.TraceFlags(0)
+			if c.Get("X-Traced") == "sampled" {
+				flags = oteltrace.FlagsSampled
+			}
+			sc := oteltrace.NewSpanContext(oteltrace.SpanContextConfig{TraceID: traceID, SpanID: oteltrace.SpanID{1}, TraceFlags: flags})
+			c.SetUserContext(oteltrace.ContextWithSpanContext(c.UserContext(), sc))
+		}
+		return c.Next()
+	})
+	app.Get("/:code", func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusFound) })
+	for _, traced := range []string{"", "unsampled", "sampled"} {
+		req := httptest.NewRequest("GET", "/abc", nil)
+		req.Header.Set("X-Traced", traced)
+		resp, err := app.Test(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	scrape := func(accept string) string {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		req.Header.Set("Accept", accept)
+		reg.Handler(slog.New(slog.DiscardHandler)).ServeHTTP(rec, req)
+		return rec.Body.String()
+	}
+	om := scrape("application/openmetrics-text; version=1.0.0")
+	want := `# {trace_id="` + traceID.String() + `"}`
+	if n := strings.Count(om, want); n != 1 {
+		t.Errorf("OpenMetrics: %d exemplars of the sampled trace, want 1:\n%s", n, om)
+	}
+	if strings.Count(om, "trace_id=") != 1 {
+		t.Error("an unsampled or untraced request left an exemplar")
+	}
+	if text := scrape("text/plain"); strings.Contains(text, "trace_id") {
+		t.Error("exemplars in the text exposition")
+	}
 }

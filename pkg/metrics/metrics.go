@@ -44,6 +44,9 @@ func (r *Registry) Handler(log *slog.Logger) http.Handler {
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
 		Timeout:             10 * time.Second,
+		// OpenMetrics when the scraper asks for it (Prometheus does): the only exposition that
+		// carries the request histograms' exemplars (trace ids).
+		EnableOpenMetrics: true,
 	})
 }
 

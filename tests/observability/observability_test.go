@@ -474,3 +474,52 @@ func wrapGroups(list []byte) []byte {
 	}
 	return []byte(b.String())
 }
+
+// Every latency panel over the request histograms shows its exemplars: a slow bucket links to
+// the trace of one of its requests (the services serve them in the OpenMetrics exposition).
+func TestLatencyPanelsShowExemplars(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(root(t), DashboardsDir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type panel struct {
+		Title   string  `json:"title"`
+		Panels  []panel `json:"panels"`
+		Targets []struct {
+			Expr     string `json:"expr"`
+			Exemplar bool   `json:"exemplar"`
+		} `json:"targets"`
+	}
+	latency := 0
+	var walk func(file string, ps []panel)
+	walk = func(file string, ps []panel) {
+		for _, p := range ps {
+			walk(file, p.Panels)
+			for _, tg := range p.Targets {
+				if !strings.Contains(tg.Expr, "histogram_quantile") || !strings.Contains(tg.Expr, "linkmesh_http_request_duration_seconds_bucket") {
+					continue
+				}
+				latency++
+				if !tg.Exemplar {
+					t.Errorf("%s: panel %q does not show exemplars", filepath.Base(file), p.Title)
+				}
+			}
+		}
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Panels []panel `json:"panels"`
+		}
+		if err := json.Unmarshal(raw, &d); err != nil {
+			t.Fatal(err)
+		}
+		walk(f, d.Panels)
+	}
+	if latency == 0 {
+		t.Fatal("no latency panel found")
+	}
+}

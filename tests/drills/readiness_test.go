@@ -21,7 +21,7 @@ func TestRedisAwayGatewaysStayReady(t *testing.T) {
 	rep := newReport(t)
 	svcs := bench.Services
 	gateways := []string{svcs.GatewayURL, svcs.URLs["gateway-2"]}
-	code := shorten(t, svcs.GatewayURL, "https://93.184.216.34/ready", map[string]string{"X-Forwarded-For": "203.0.113.40"})
+	code := shorten(t, svcs.GatewayURL, "https://93.184.216.34/ready", map[string]string{"X-Forwarded-For": "203.0.113.80"})
 	for _, gw := range gateways {
 		warmUp(t, gw, code)
 	}
@@ -96,4 +96,16 @@ func TestRedisAwayGatewaysStayReady(t *testing.T) {
 	if up := gauge(t, svcs.MetricsURLs["gateway"], "linkmesh_dependency_up"); up != 1 {
 		t.Errorf("gateway linkmesh_dependency_up = %v after Redis came back, want 1", up)
 	}
+	// The click pipeline's consumer is back on the new, empty Redis (its group made again):
+	// the drills after this one read its lag.
+	for {
+		if _, err := stack.MetricValue(ctx, svcs.MetricsURLs["analytics"], "linkmesh_stream_lag_entries"); err == nil {
+			break
+		}
+		if time.Since(back) > 30*time.Second {
+			t.Fatal("analytics exposes no stream lag 30 s after Redis came back")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	rep.recovered("click pipeline reading again", time.Since(back))
 }

@@ -337,3 +337,32 @@ func TestReadmePeersMatchCode(t *testing.T) {
 		}
 	}
 }
+
+// deploy/redis/users.acl has a user for exactly the services that read LINKMESH_REDIS_URL (the
+// README's settings table, which the chart's contract follows): a service using Redis without
+// a user would run as whatever user its URL names, one with a user but no Redis holds a
+// password for nothing.
+func TestRedisUsersMatchReaders(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "redis", "users.acl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 1 && f[0] == "user" {
+			users = append(users, strings.TrimPrefix(f[1], "linkmesh-"))
+		}
+	}
+	var want []string
+	for _, svc := range services {
+		if readBy(readmeSettings(t))[svc]["LINKMESH_REDIS_URL"] {
+			want = append(want, svc)
+		}
+	}
+	slices.Sort(users)
+	slices.Sort(want)
+	if !slices.Equal(users, want) {
+		t.Errorf("users.acl has users for %v; the services reading LINKMESH_REDIS_URL are %v", users, want)
+	}
+}

@@ -324,8 +324,8 @@ func checkNetworkPolicies(t *testing.T, m manifests, graph map[string][]string, 
 		if got, want := allowed(t, nps, src, mongo, mongoPort, "TCP"), reads[svc]["LINKMESH_MONGODB_URI"]; got != want {
 			t.Errorf("%s -> MongoDB:%d allowed=%v, reads MongoDB=%v", svc, mongoPort, got, want)
 		}
-		if !allowed(t, nps, src, redis, redisPort, "TCP") {
-			t.Errorf("%s cannot reach Redis:%d", svc, redisPort)
+		if got, want := allowed(t, nps, src, redis, redisPort, "TCP"), reads[svc]["LINKMESH_REDIS_URL"]; got != want {
+			t.Errorf("%s -> Redis:%d allowed=%v, reads Redis=%v", svc, redisPort, got, want)
 		}
 		if got := allowed(t, nps, src, otlp, otlpPort, "TCP"); got != otelOn {
 			t.Errorf("%s -> OTLP:%d allowed=%v, tracing on=%v", svc, otlpPort, got, otelOn)

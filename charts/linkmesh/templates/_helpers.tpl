@@ -257,7 +257,7 @@ Deployment.
 {{- if and (index $contract $name).mongodb (not (index $v.secrets.mongodbURIs $name)) }}
 {{- fail (printf "secrets.mongodbURIs.%s is required with secrets.credentialsPerService (or secrets.existingSecret)" $name) }}
 {{- end }}
-{{- if not (index $v.secrets.redisURLs $name) }}
+{{- if and (has "LINKMESH_REDIS_URL" (index $contract $name).secrets) (not (index $v.secrets.redisURLs $name)) }}
 {{- fail (printf "secrets.redisURLs.%s is required with secrets.credentialsPerService (or secrets.existingSecret)" $name) }}
 {{- end }}
 {{- end }}

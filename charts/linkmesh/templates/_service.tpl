@@ -630,12 +630,14 @@ spec:
         {{- toYaml . | nindent 8 }}
       {{- end }}
     {{- end }}
+    {{- if has "LINKMESH_REDIS_URL" $c.secrets }}
     - ports:
         {{- toYaml $np.redis.ports | nindent 8 }}
       {{- with $np.redis.to }}
       to:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+    {{- end }}
     {{- if $v.otel.endpoint }}
     - ports:
         {{- toYaml $np.otlp.ports | nindent 8 }}

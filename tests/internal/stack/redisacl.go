@@ -14,7 +14,7 @@ import (
 )
 
 // redisUsers creates, on the Redis server of adminURL (whose user may manage ACLs), one user
-// per service from deploy/redis/users.acl, named <prefix>-<service> with a fresh password, and
+// per service that has a line in deploy/redis/users.acl, named <prefix>-<service> with a fresh password, and
 // returns each service's URL: adminURL with that user and password.
 func redisUsers(ctx context.Context, adminURL, prefix string) (map[string]string, error) {
 	lines, err := aclLines()
@@ -30,8 +30,8 @@ func redisUsers(ctx context.Context, adminURL, prefix string) (map[string]string
 	urls := map[string]string{}
 	for _, svc := range ServiceNames() {
 		rule, ok := lines[svc]
-		if !ok {
-			return nil, fmt.Errorf("redis users: deploy/redis/users.acl has no user linkmesh-%s", svc)
+		if !ok { // a service that uses no Redis
+			continue
 		}
 		password, err := RandomSecret()
 		if err != nil {

@@ -26,7 +26,9 @@ const DefaultLoginRecordRetention = 90 * 24 * time.Hour
 // Config is everything the auth service reads from its environment.
 type Config struct {
 	config.Service
-	config.Datastores
+	// Its own database only: auth keeps nothing in Redis (sessions, tokens and login windows
+	// are in MongoDB and the quota service), so it needs no Redis user.
+	config.Mongo
 	config.Peers
 	// Public: the base the links in mail open.
 	config.Public

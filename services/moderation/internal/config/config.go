@@ -12,7 +12,8 @@ import (
 // datastores (permanent_requests, audit_log) and the link service it acts through.
 type Config struct {
 	config.Service
-	config.Datastores
+	// Its own database only: moderation keeps nothing in Redis.
+	config.Mongo
 	config.Peers
 }
 

@@ -208,12 +208,18 @@ func startServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 	return s, nil
 }
 
+// migrateTimeout bounds one service's migration: a local database builds its indexes in
+// seconds, so a migration still running after this is stuck.
+const migrateTimeout = 5 * time.Minute
+
 // migrate runs `<svc> migrate` as the chart's migration Job does before the service starts:
 // the services only check their database's schema and refuse one not migrated.
 func migrate(ctx context.Context, binDir, svc string, env []string) error {
 	if svc == "gateway" { // no database
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, migrateTimeout)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, svc), "migrate")
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()

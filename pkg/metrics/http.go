@@ -76,6 +76,11 @@ func observe(o prometheus.Observer, seconds float64, traceID string) {
 	o.Observe(seconds)
 }
 
+// TraceIDLocal is the Fiber local under which the tracing middleware, which runs inside this
+// one and restores the request's context before it returns, leaves the id of a sampled
+// request's trace.
+const TraceIDLocal = "linkmesh.trace_id"
+
 // sampledTraceID is the id of the trace ctx's span belongs to when that trace is recorded,
 // else empty: an exemplar must lead to a trace that exists.
 func sampledTraceID(ctx context.Context) string {
@@ -152,7 +157,10 @@ func (h *HTTP) Middleware() fiber.Handler {
 		}
 		h.inflight.Add(-1)
 		took := time.Since(c.Context().Time()).Seconds()
-		traceID := sampledTraceID(c.UserContext())
+		traceID, _ := c.Locals(TraceIDLocal).(string)
+		if traceID == "" {
+			traceID = sampledTraceID(c.UserContext())
+		}
 		if m := h.route(c, own); m != nil {
 			m.count(c.Response().StatusCode())
 			m.observe(took, traceID)

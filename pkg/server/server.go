@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,7 @@ type Server struct {
 	log      *slog.Logger
 	ready    map[string]Check
 	deps     map[string]Check
+	depState sync.Map // dependency name → whether its last check passed
 	draining atomic.Bool
 	metrics  *metrics.HTTP
 	edge     bool // set before serving; see PublicEdge
@@ -143,10 +145,14 @@ func ok(c *fiber.Ctx) error {
 // pod out of its Service, and a datastore outage is better answered per request (503, or the
 // gateway's cached redirects) than by leaving callers with no endpoint at all.
 func (s *Server) readyz(c *fiber.Ctx) error {
-	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	// Each part has its own bound, so a datastore that hangs cannot fail the checks that do
+	// decide.
+	dctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
-	deps, degraded := s.checkDependencies(ctx)
-	err := s.checkReady(ctx)
+	deps, degraded := s.checkDependencies(dctx)
+	rctx, rcancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer rcancel()
+	err := s.checkReady(rctx)
 	if s.metrics != nil {
 		s.metrics.SetReady(err == nil)
 	}
@@ -185,7 +191,14 @@ func (s *Server) checkDependencies(ctx context.Context) (map[string]string, bool
 		if r.err != nil {
 			out[r.name] = "unavailable"
 			degraded = true
-			s.log.WarnContext(ctx, "dependency unavailable", "dependency", r.name, "err", r.err)
+		}
+		// Logged when it changes, not at every probe.
+		if was, seen := s.depState.Swap(r.name, r.err == nil); !seen || was.(bool) != (r.err == nil) {
+			if r.err != nil {
+				s.log.WarnContext(ctx, "dependency unavailable", "dependency", r.name, "err", r.err)
+			} else if seen {
+				s.log.InfoContext(ctx, "dependency available again", "dependency", r.name)
+			}
 		}
 		if s.metrics != nil {
 			s.metrics.SetDependency(r.name, r.err == nil)

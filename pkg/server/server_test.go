@@ -429,3 +429,27 @@ func TestInternalRequestDeadline(t *testing.T) {
 		}
 	}
 }
+
+// The metrics middleware runs outside the tracing one, which restores the request's context
+// before it returns: the exemplar of a traced request's duration still names its trace.
+func TestDurationExemplarNamesTheTrace(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	reg := metrics.New("t")
+	s := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		TracerProvider: trace.NewTracerProvider(trace.WithSpanProcessor(rec)), Metrics: reg.HTTP()})
+	s.App().Get("/x/:code", func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusFound) })
+	if resp, _ := do(t, s, httptest.NewRequest("GET", "/x/abc", nil)); resp.StatusCode != fiber.StatusFound {
+		t.Fatalf("answer %d", resp.StatusCode)
+	}
+	spans := rec.Ended()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	w := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	reg.Handler(slog.New(slog.DiscardHandler)).ServeHTTP(w, req)
+	if want := `trace_id="` + spans[0].SpanContext().TraceID().String() + `"`; !strings.Contains(w.Body.String(), want) {
+		t.Errorf("no exemplar %s in:\n%s", want, w.Body.String())
+	}
+}

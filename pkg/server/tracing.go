@@ -76,6 +76,11 @@ func Tracing(tp trace.TracerProvider, trusted func() bool) fiber.Handler {
 		if span.IsRecording() {
 			annotate(c, span, own, c.Response().StatusCode())
 		}
+		if sc := span.SpanContext(); sc.IsSampled() {
+			// For the metrics middleware, which runs outside this one and so never sees the
+			// span's context: the duration's exemplar.
+			c.Locals(metrics.TraceIDLocal, sc.TraceID().String())
+		}
 		prop.Inject(ctx, carrier{&c.Response().Header})
 		c.SetUserContext(parent)
 		return nil

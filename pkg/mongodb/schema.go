@@ -37,14 +37,18 @@ func isSchemaChecked(ctx context.Context) bool {
 }
 
 // MarkApplied records that db's schema is complete at version: its steps ran and its indexes
-// exist. Only forward, so a migration of an older release running late never lowers it.
-func MarkApplied(ctx context.Context, db *mongo.Database, version int) error {
+// exist. readableFrom is the oldest schema version whose code can still read and write it
+// (version itself unless the release says its steps only added what older code ignores): a
+// replica of the release before, restarting while the new one rolls out, may keep serving on it.
+// Only forward, so a migration of an older release running late never lowers either.
+func MarkApplied(ctx context.Context, db *mongo.Database, version, readableFrom int) error {
 	filter := bson.D{{Key: "_id", Value: "schema"}, {Key: "$or", Value: bson.A{
 		bson.D{{Key: "applied", Value: bson.D{{Key: "$exists", Value: false}}}},
 		bson.D{{Key: "applied", Value: bson.D{{Key: "$lt", Value: version}}}},
 	}}}
 	_, err := db.Collection(SchemaCollection).UpdateOne(ctx, filter,
-		bson.D{{Key: "$set", Value: bson.D{{Key: "applied", Value: version}, {Key: "applied_at", Value: time.Now().UTC()}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "applied", Value: version}, {Key: "readable_from", Value: min(readableFrom, version)},
+			{Key: "applied_at", Value: time.Now().UTC()}}}},
 		options.UpdateOne().SetUpsert(true))
 	if err != nil && !mongo.IsDuplicateKeyError(err) { // a duplicate: the document exists at this version or later
 		return fmt.Errorf("record schema version %d as applied: %w", version, err)
@@ -55,31 +59,45 @@ func MarkApplied(ctx context.Context, db *mongo.Database, version int) error {
 // AppliedVersion returns the schema version db's last migration completed, and false when no
 // migration has recorded one.
 func AppliedVersion(ctx context.Context, db *mongo.Database) (int, bool, error) {
-	var doc struct {
-		Applied *int `bson:"applied"`
-	}
-	err := db.Collection(SchemaCollection).FindOne(ctx, bson.D{{Key: "_id", Value: "schema"}}).Decode(&doc)
-	switch {
-	case errors.Is(err, mongo.ErrNoDocuments):
-		return 0, false, nil
-	case err != nil:
-		return 0, false, fmt.Errorf("read schema version: %w", err)
-	case doc.Applied == nil:
-		return 0, false, nil
-	}
-	return *doc.Applied, true, nil
+	v, _, ok, err := appliedSchema(ctx, db)
+	return v, ok, err
 }
 
-// CheckSchema refuses a database whose applied schema is not version, the one this code
-// reads: newer (migrated by a later release, which this one cannot read safely) or older or
-// missing (the migration has not run). service names the command that migrates it.
+// appliedSchema returns the applied version and the oldest version whose code reads it.
+func appliedSchema(ctx context.Context, db *mongo.Database) (applied, readableFrom int, ok bool, err error) {
+	var doc struct {
+		Applied      *int `bson:"applied"`
+		ReadableFrom *int `bson:"readable_from"`
+	}
+	err = db.Collection(SchemaCollection).FindOne(ctx, bson.D{{Key: "_id", Value: "schema"}}).Decode(&doc)
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return 0, 0, false, nil
+	case err != nil:
+		return 0, 0, false, fmt.Errorf("read schema version: %w", err)
+	case doc.Applied == nil:
+		return 0, 0, false, nil
+	}
+	readableFrom = *doc.Applied
+	if doc.ReadableFrom != nil {
+		readableFrom = *doc.ReadableFrom
+	}
+	return *doc.Applied, readableFrom, true, nil
+}
+
+// CheckSchema refuses a database whose applied schema this code, which reads version, cannot
+// serve: newer, unless the release that migrated it recorded that code of this version still
+// reads it (a rolling update's old replicas restarting), or older, or none (the migration has
+// not run). service names the command that migrates it.
 func CheckSchema(ctx context.Context, db *mongo.Database, service string, version int) error {
-	applied, ok, err := AppliedVersion(ctx, db)
+	applied, readableFrom, ok, err := appliedSchema(ctx, db)
 	switch {
 	case err != nil:
 		return err
 	case !ok:
 		return fmt.Errorf("%w: database %s has no schema applied; run the migration first (the chart's migration Job, or `%s migrate`)", ErrSchema, db.Name(), service)
+	case applied > version && readableFrom <= version:
+		return nil
 	case applied > version:
 		return fmt.Errorf("%w: database %s is at schema version %d, newer than this release knows (%d): a later release migrated it; run that release, or restore the database from before its migration", ErrSchema, db.Name(), applied, version)
 	case applied < version:

@@ -29,7 +29,7 @@ func TestCheckSchema(t *testing.T) {
 		{3, "newer than this release knows (2)"},
 	} {
 		if c.applied >= 0 {
-			if err := mongodb.MarkApplied(ctx, db, c.applied); err != nil {
+			if err := mongodb.MarkApplied(ctx, db, c.applied, c.applied); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -42,11 +42,22 @@ func TestCheckSchema(t *testing.T) {
 		}
 	}
 	// An older migration running late does not lower it.
-	if err := mongodb.MarkApplied(ctx, db, 1); err != nil {
+	if err := mongodb.MarkApplied(ctx, db, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 	if v, ok, err := mongodb.AppliedVersion(ctx, db); err != nil || !ok || v != 3 {
 		t.Errorf("applied after a late older migration: %d %v %v, want 3", v, ok, err)
+	}
+	// A release whose schema 4 older code still reads (it only added): replicas of schema 2
+	// may keep serving during its rollout, those of schema 1 may not.
+	if err := mongodb.MarkApplied(ctx, db, 4, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := mongodb.CheckSchema(ctx, db, "link", 2); err != nil {
+		t.Errorf("schema 4, readable from 2, refused by code of 2: %v", err)
+	}
+	if err := mongodb.CheckSchema(ctx, db, "link", 1); err == nil || !strings.Contains(err.Error(), "newer than this release knows") {
+		t.Errorf("schema 4, readable from 2, by code of 1: %v", err)
 	}
 }
 

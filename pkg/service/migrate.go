@@ -56,15 +56,19 @@ func migrate(ctx context.Context, spec Spec, db *mongo.Database, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	if ok && applied > spec.Schema.Version {
-		return mongodb.CheckSchema(ctx, db, spec.Name, spec.Schema.Version)
+	if ok && applied > spec.Schema.Version { // never older steps over a newer schema
+		return fmt.Errorf("%w: database %s is at schema version %d, newer than this release knows (%d): a later release migrated it, and this one's migration would not run over it", mongodb.ErrSchema, db.Name(), applied, spec.Schema.Version)
 	}
 	start := time.Now()
 	log.Info("migrating", "database", db.Name(), "from", applied, "to", spec.Schema.Version)
 	if err := spec.Schema.Migrate(ctx, db); err != nil {
 		return fmt.Errorf("migrate %s: %w", db.Name(), err)
 	}
-	if err := mongodb.MarkApplied(ctx, db, spec.Schema.Version); err != nil {
+	readable := spec.Schema.Version
+	if spec.Schema.ReadableFrom > 0 {
+		readable = spec.Schema.ReadableFrom
+	}
+	if err := mongodb.MarkApplied(ctx, db, spec.Schema.Version, readable); err != nil {
 		return err
 	}
 	// A later release's migration may have run meanwhile.

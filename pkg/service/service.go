@@ -63,7 +63,11 @@ type Spec struct {
 // refuses to start on another, so no replica ever waits for an index build at start.
 type Schema struct {
 	Version int
-	Migrate func(ctx context.Context, db *mongo.Database) error
+	// ReadableFrom is the oldest schema version whose code still serves on this one, when the
+	// steps up to Version only added what older code ignores (expand before contract); 0
+	// means Version: replicas of an older release refuse it.
+	ReadableFrom int
+	Migrate      func(ctx context.Context, db *mongo.Database) error
 }
 
 // For is the Spec of a service whose wiring takes its own config type, so that each service

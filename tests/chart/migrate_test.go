@@ -58,6 +58,11 @@ func TestMigrationJob(t *testing.T) {
 				if ref["name"] != c.secret || (c.keys[svc] != "" && ref["key"] != c.keys[svc]) {
 					t.Errorf("%s: URI from %v, want %s/%s", svc, ref, c.secret, c.keys[svc])
 				}
+				// A step may read a setting: analytics' first one sets the kept clicks' expiry
+				// from the configured retention.
+				if svc == "analytics" && env["LINKMESH_CLICK_RETENTION"] == nil {
+					t.Error("analytics migrates without its LINKMESH_CLICK_RETENTION")
+				}
 				if !strings.Contains(ctr["image"].(string), "/"+svc+":") {
 					t.Errorf("%s: image %s", svc, ctr["image"])
 				}
@@ -127,5 +132,23 @@ func TestCredentialsPerService(t *testing.T) {
 	_, err := helmTemplate(t, nil, "secrets.credentialsPerService=true")
 	if err == nil || !strings.Contains(err.Error(), "secrets.redisURLs.gateway is required") {
 		t.Errorf("per-service credentials without the URLs: %v", err)
+	}
+}
+
+// With NetworkPolicies on, the release's default deny selects the migration pod on an upgrade,
+// before any policy of the new release exists: a hook NetworkPolicy, made before the Job and
+// gone with it, lets it out to MongoDB and DNS.
+func TestMigrationJobNetworkPolicy(t *testing.T) {
+	m := render(t, nil, "networkPolicy.enabled=true")
+	np, ok := m.find("NetworkPolicy", fullname+"-migrate")
+	if !ok {
+		t.Fatal("no NetworkPolicy for the migration pod")
+	}
+	if np.Metadata.Annotations["helm.sh/hook"] != "pre-install,pre-upgrade" || np.Metadata.Annotations["helm.sh/hook-weight"] != "-10" {
+		t.Errorf("the migration NetworkPolicy is not a hook made before the Job: %v", np.Metadata.Annotations)
+	}
+	egress, _ := value(np.raw, "spec.egress").([]any)
+	if len(egress) != 2 {
+		t.Errorf("egress %v, want DNS and MongoDB", egress)
 	}
 }

@@ -150,7 +150,7 @@ func TestMigrationRuns(t *testing.T) {
 	// A database a later release migrated: the service refuses it, and so does this
 	// release's migration (it must not run older steps over a newer schema).
 	if _, err := db.Collection("schema_version").UpdateOne(ctx, bson.D{{Key: "_id", Value: "schema"}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "applied", Value: 99}, {Key: "version", Value: 99}}}}); err != nil {
+		bson.D{{Key: "$set", Value: bson.D{{Key: "applied", Value: 99}, {Key: "version", Value: 99}, {Key: "readable_from", Value: 99}}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{nil, {"migrate"}} {

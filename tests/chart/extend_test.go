@@ -198,13 +198,13 @@ func TestLinkerdProxyOutlivesTheService(t *testing.T) {
 	m := render(t, nil, "mesh.linkerd.enabled=true")
 	a := m.must(t, "Deployment", fullname+"-gateway")
 	ann, _ := value(a.raw, "spec.template.metadata.annotations").(map[string]any)
-	if ann["config.beta.linkerd.io/proxy-enable-native-sidecar"] != "true" || ann["config.alpha.linkerd.io/proxy-wait-before-exit-seconds"] != "20" {
+	if ann["config.beta.linkerd.io/proxy-enable-native-sidecar"] != "true" || ann["config.alpha.linkerd.io/proxy-wait-before-exit-seconds"] != nil {
 		t.Errorf("linkerd annotations: %v", ann)
 	}
 	m = render(t, nil, "mesh.linkerd.enabled=true", "mesh.linkerd.nativeSidecar=false")
 	ann, _ = value(m.must(t, "Deployment", fullname+"-gateway").raw, "spec.template.metadata.annotations").(map[string]any)
-	if _, ok := ann["config.beta.linkerd.io/proxy-enable-native-sidecar"]; ok {
-		t.Errorf("native sidecar asked for with nativeSidecar=false: %v", ann)
+	if _, ok := ann["config.beta.linkerd.io/proxy-enable-native-sidecar"]; ok || ann["config.alpha.linkerd.io/proxy-wait-before-exit-seconds"] != "20" {
+		t.Errorf("nativeSidecar=false: %v, want no native sidecar and a 20 s wait before exit", ann)
 	}
 }
 

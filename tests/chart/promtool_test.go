@@ -98,3 +98,17 @@ func TestRunbookCoversEveryAlert(t *testing.T) {
 		t.Fatal("no alerts rendered")
 	}
 }
+
+// Without the ServiceMonitor, Prometheus scrapes no target of the release (as far as the
+// chart knows): the absent() alerts would fire for ever, so they are left out.
+func TestAbsentAlertsNeedTheServiceMonitor(t *testing.T) {
+	m := render(t, nil, "prometheusRule.enabled=true", "serviceMonitor.enabled=false")
+	spec, _ := m.must(t, "PrometheusRule", fullname).raw["spec"].(map[string]any)
+	for _, g := range spec["groups"].([]any) {
+		for _, r := range g.(map[string]any)["rules"].([]any) {
+			if r.(map[string]any)["alert"] == "LinkmeshServiceAbsent" {
+				t.Fatal("LinkmeshServiceAbsent without a ServiceMonitor")
+			}
+		}
+	}
+}

@@ -3,7 +3,9 @@ package chart
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"text/template"
@@ -16,11 +18,12 @@ type skaffoldRelease struct {
 	ChartPath         string            `yaml:"chartPath"`
 	ValuesFiles       []string          `yaml:"valuesFiles"`
 	SetValueTemplates map[string]string `yaml:"setValueTemplates"`
+	Wait              bool              `yaml:"wait"`
+	DependsOn         []string          `yaml:"dependsOn"`
 }
 
 type skaffoldManifests struct {
-	RawYaml []string `yaml:"rawYaml"`
-	Helm    struct {
+	Helm struct {
 		Releases []skaffoldRelease `yaml:"releases"`
 	} `yaml:"helm"`
 }
@@ -76,10 +79,17 @@ func TestSkaffoldProfiles(t *testing.T) {
 	seen := map[string]bool{}
 	for _, p := range cfg.Profiles {
 		seen[p.Name] = true
-		if len(p.Manifests.Helm.Releases) != 1 {
-			t.Fatalf("profile %s: %d releases", p.Name, len(p.Manifests.Helm.Releases))
+		var rel skaffoldRelease
+		byName := map[string]skaffoldRelease{}
+		for _, r := range p.Manifests.Helm.Releases {
+			byName[r.Name] = r
+			if r.ChartPath == "charts/linkmesh" {
+				rel = r
+			}
 		}
-		rel := p.Manifests.Helm.Releases[0]
+		if rel.Name == "" {
+			t.Fatalf("profile %s does not install charts/linkmesh", p.Name)
+		}
 		var files, sets []string
 		for _, f := range rel.ValuesFiles {
 			files = append(files, filepath.Join(root, fill(f)))
@@ -99,18 +109,23 @@ func TestSkaffoldProfiles(t *testing.T) {
 			}
 		}
 		if p.Name == "dev" {
-			if len(p.Manifests.RawYaml) == 0 {
-				t.Fatal("the dev profile deploys no datastores")
+			// The datastores the dev values point to, installed and ready before the chart
+			// (whose migration Job needs MongoDB).
+			ds, ok := byName["linkmesh-datastores"]
+			if !ok || ds.ChartPath != "deploy/dev/datastores" || !ds.Wait || !slices.Contains(rel.DependsOn, ds.Name) {
+				t.Errorf("dev profile: datastores %+v, chart depends on %v", ds, rel.DependsOn)
 			}
-			ds, err := os.ReadFile(filepath.Join(root, p.Manifests.RawYaml[0]))
+			out, err := exec.Command(helmBin(t), "template", ds.Name, filepath.Join(root, ds.ChartPath)).CombinedOutput()
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("helm template %s: %v\n%s", ds.ChartPath, err, out)
 			}
-			for _, host := range []string{"name: mongodb", "name: redis"} {
-				if !bytes.Contains(ds, []byte(host)) {
-					t.Errorf("deploy/dev/datastores.yaml has no %s", host)
-				}
+			dsm := manifests{objects: parse(t, out)}
+			mongo := dsm.must(t, "Service", "mongodb")
+			if v, _ := value(mongo.raw, "spec.publishNotReadyAddresses").(bool); !v {
+				t.Error("the dev MongoDB's member name would not resolve before it is ready")
 			}
+			dsm.must(t, "StatefulSet", "mongodb")
+			dsm.must(t, "Service", "redis")
 		}
 	}
 	for _, want := range []string{"dev", "prod"} {

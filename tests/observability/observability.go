@@ -456,7 +456,7 @@ var Generated = map[string]bool{
 	"ALERTS": true, "ALERTS_FOR_STATE": true,
 	// kube-state-metrics, which the readiness alerts read: a pod that never became ready
 	// never served its own metrics.
-	"kube_pod_status_ready": true, "kube_deployment_status_replicas_available": true,
+	"kube_pod_status_ready": true, "kube_pod_status_phase": true, "kube_deployment_status_replicas_available": true,
 }
 
 // ExposedFamilies reads one answer of a /metrics endpoint in the Prometheus text format and

@@ -144,10 +144,11 @@ traffic.sidecar.istio.io/excludeInboundPorts: {{ $v.metrics.port | toString | qu
 linkerd.io/inject: enabled
 {{- if $v.mesh.linkerd.nativeSidecar }}
 config.beta.linkerd.io/proxy-enable-native-sidecar: "true"
-{{- end }}
+{{- else }}
 {{- /* Without a native sidecar, the proxy stays for the drain and the close (the gateway's
 last click-spool flush happens in the close), both within the grace period. */}}
 config.alpha.linkerd.io/proxy-wait-before-exit-seconds: {{ add (int $v.config.shutdownDrainSeconds) (int $v.shutdownTimeoutSeconds) | toString | quote }}
+{{- end }}
 {{- if $v.metrics.enabled }}
 config.linkerd.io/skip-inbound-ports: {{ $v.metrics.port | toString | quote }}
 {{- end }}

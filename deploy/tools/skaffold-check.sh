@@ -4,8 +4,8 @@
 #   1. skaffold.yaml (every profile included) against skaffold's own JSON schema of its
 #      apiVersion, taken from the skaffold module zip (docs-v2/content/en/schemas) through the Go
 #      module proxy, validated strictly by kubeconform;
-#   2. the dev profile's datastores (deploy/dev/datastores.yaml) against the Kubernetes schemas
-#      of install.sh;
+#   2. the dev profile's datastores (the chart deploy/dev/datastores, rendered) against the
+#      Kubernetes schemas of install.sh;
 #   3. each profile's chart render with its values files and the images skaffold would set
 #      (tests/chart TestSkaffoldProfiles), unless CHART_GO_TESTS=0 (make test runs it with the
 #      other Go tests).
@@ -30,11 +30,18 @@ schema="$dir/docs-v2/content/en/schemas/$api.json"
 
 echo "== skaffold.yaml against skaffold $version's schema $api"
 "$kubeconform" -strict -summary -schema-location "$schema" "$root/skaffold.yaml"
+out="$(mktemp --suffix=.yaml)"
+trap 'rm -f "$out"' EXIT
 for kube in "$tools"/schemas/*/; do
 	kube="$(basename "$kube")"
-	echo "== deploy/dev/datastores.yaml (Kubernetes $kube)"
-	"$kubeconform" -strict -summary -kubernetes-version "$kube" \
-		-schema-location "$tools/schemas/$kube/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$root/deploy/dev/datastores.yaml"
+	echo "== deploy/dev/datastores (Kubernetes $kube)"
+	"$tools/bin/helm" lint --strict --quiet --kube-version "$kube" "$root/deploy/dev/datastores"
+	"$tools/bin/helm" template linkmesh-datastores "$root/deploy/dev/datastores" --kube-version "$kube" >"$out"
+	summary="$("$kubeconform" -strict -summary -kubernetes-version "$kube" \
+		-schema-location "$tools/schemas/$kube/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$out")" || { echo "$summary" >&2; exit 1; }
+	echo "$summary"
+	objects="$(grep -c '^kind: ' "$out")"
+	grep -q "Valid: $objects," <<<"$summary" || { echo "skaffold-check: $objects objects rendered, not all validated" >&2; exit 1; }
 done
 if [[ "${CHART_GO_TESTS:-1}" != 0 ]]; then
 	echo "== go test ./chart -run TestSkaffoldProfiles"

@@ -41,16 +41,26 @@ func isSchemaChecked(ctx context.Context) bool {
 // (version itself unless the release says its steps only added what older code ignores): a
 // replica of the release before, restarting while the new one rolls out, may keep serving on it.
 // Only forward, so a migration of an older release running late never lowers either.
+//
+// readable_from only rises ($max): code that could not read an earlier step's schema cannot
+// read a later one either, whatever the later release says of its own steps.
 func MarkApplied(ctx context.Context, db *mongo.Database, version, readableFrom int) error {
+	readable := bson.D{{Key: "readable_from", Value: min(readableFrom, version)}}
+	coll := db.Collection(SchemaCollection)
 	filter := bson.D{{Key: "_id", Value: "schema"}, {Key: "$or", Value: bson.A{
 		bson.D{{Key: "applied", Value: bson.D{{Key: "$exists", Value: false}}}},
 		bson.D{{Key: "applied", Value: bson.D{{Key: "$lt", Value: version}}}},
 	}}}
-	_, err := db.Collection(SchemaCollection).UpdateOne(ctx, filter,
-		bson.D{{Key: "$set", Value: bson.D{{Key: "applied", Value: version}, {Key: "readable_from", Value: min(readableFrom, version)},
-			{Key: "applied_at", Value: time.Now().UTC()}}}},
-		options.UpdateOne().SetUpsert(true))
+	_, err := coll.UpdateOne(ctx, filter, bson.D{
+		{Key: "$set", Value: bson.D{{Key: "applied", Value: version}, {Key: "applied_at", Value: time.Now().UTC()}}},
+		{Key: "$max", Value: readable},
+	}, options.UpdateOne().SetUpsert(true))
 	if err != nil && !mongo.IsDuplicateKeyError(err) { // a duplicate: the document exists at this version or later
+		return fmt.Errorf("record schema version %d as applied: %w", version, err)
+	}
+	// At this version already (a migration run again): only raise readable_from, if asked.
+	if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: "schema"}, {Key: "applied", Value: version}},
+		bson.D{{Key: "$max", Value: readable}}); err != nil {
 		return fmt.Errorf("record schema version %d as applied: %w", version, err)
 	}
 	return nil
@@ -59,12 +69,13 @@ func MarkApplied(ctx context.Context, db *mongo.Database, version, readableFrom 
 // AppliedVersion returns the schema version db's last migration completed, and false when no
 // migration has recorded one.
 func AppliedVersion(ctx context.Context, db *mongo.Database) (int, bool, error) {
-	v, _, ok, err := appliedSchema(ctx, db)
+	v, _, ok, err := AppliedSchema(ctx, db)
 	return v, ok, err
 }
 
-// appliedSchema returns the applied version and the oldest version whose code reads it.
-func appliedSchema(ctx context.Context, db *mongo.Database) (applied, readableFrom int, ok bool, err error) {
+// AppliedSchema returns the applied version and the oldest version whose code reads it, and
+// false when no migration has recorded one.
+func AppliedSchema(ctx context.Context, db *mongo.Database) (applied, readableFrom int, ok bool, err error) {
 	var doc struct {
 		Applied      *int `bson:"applied"`
 		ReadableFrom *int `bson:"readable_from"`
@@ -90,7 +101,7 @@ func appliedSchema(ctx context.Context, db *mongo.Database) (applied, readableFr
 // reads it (a rolling update's old replicas restarting), or older, or none (the migration has
 // not run). service names the command that migrates it.
 func CheckSchema(ctx context.Context, db *mongo.Database, service string, version int) error {
-	applied, readableFrom, ok, err := appliedSchema(ctx, db)
+	applied, readableFrom, ok, err := AppliedSchema(ctx, db)
 	switch {
 	case err != nil:
 		return err

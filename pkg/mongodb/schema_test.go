@@ -48,8 +48,18 @@ func TestCheckSchema(t *testing.T) {
 	if v, ok, err := mongodb.AppliedVersion(ctx, db); err != nil || !ok || v != 3 {
 		t.Errorf("applied after a late older migration: %d %v %v, want 3", v, ok, err)
 	}
-	// A release whose schema 4 older code still reads (it only added): replicas of schema 2
-	// may keep serving during its rollout, those of schema 1 may not.
+}
+
+// readable_from lets code of an older schema serve on a newer one its release declared
+// readable, and only ever rises.
+func TestReadableFrom(t *testing.T) {
+	db := testenv.Mongo(t)
+	ctx := context.Background()
+	if err := mongodb.MarkApplied(ctx, db, 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	// Schema 4 only added to schema 2: replicas of 2 keep serving during its rollout, those
+	// of 1 may not.
 	if err := mongodb.MarkApplied(ctx, db, 4, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +68,20 @@ func TestCheckSchema(t *testing.T) {
 	}
 	if err := mongodb.CheckSchema(ctx, db, "link", 1); err == nil || !strings.Contains(err.Error(), "newer than this release knows") {
 		t.Errorf("schema 4, readable from 2, by code of 1: %v", err)
+	}
+	// Schema 5 claims code of 1 reads it, but code of 1 could not read schema 2.
+	if err := mongodb.MarkApplied(ctx, db, 5, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, rf, _, err := mongodb.AppliedSchema(ctx, db); err != nil || rf != 2 {
+		t.Errorf("readable_from %d after a later release claimed 1 (%v), want 2", rf, err)
+	}
+	// The same version migrated again may raise it.
+	if err := mongodb.MarkApplied(ctx, db, 5, 3); err != nil {
+		t.Fatal(err)
+	}
+	if v, rf, _, err := mongodb.AppliedSchema(ctx, db); err != nil || v != 5 || rf != 3 {
+		t.Errorf("after the same version with readable_from 3: %d, %d (%v), want 5, 3", v, rf, err)
 	}
 }
 

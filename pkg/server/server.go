@@ -146,13 +146,15 @@ func ok(c *fiber.Ctx) error {
 // gateway's cached redirects) than by leaving callers with no endpoint at all.
 func (s *Server) readyz(c *fiber.Ctx) error {
 	// Each part has its own bound, so a datastore that hangs cannot fail the checks that do
-	// decide.
+	// decide, and both run at once, so the probe has its answer within about 2 s.
+	rctx, rcancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer rcancel()
+	ready := make(chan error, 1)
+	go func() { ready <- s.checkReady(rctx) }()
 	dctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
 	defer cancel()
 	deps, degraded := s.checkDependencies(dctx)
-	rctx, rcancel := context.WithTimeout(c.UserContext(), 2*time.Second)
-	defer rcancel()
-	err := s.checkReady(rctx)
+	err := <-ready
 	if s.metrics != nil {
 		s.metrics.SetReady(err == nil)
 	}

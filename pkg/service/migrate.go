@@ -18,9 +18,10 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/mongodb"
 )
 
-// migrateMain is `<service> migrate`: it reads only the MongoDB settings
-// (LINKMESH_MONGODB_URI, LINKMESH_MONGODB_DATABASE) and the log level, brings the service's
-// database to its schema and exits. Running it again, or twice at once, changes nothing more.
+// migrateMain is `<service> migrate`: it reads the MongoDB settings (LINKMESH_MONGODB_URI,
+// LINKMESH_MONGODB_DATABASE), the log level and whatever setting a step of the service needs
+// (Schema.Migrate reads those itself), brings the service's database to its schema and exits.
+// Running it again, or twice at once, changes nothing more.
 func migrateMain(spec Spec) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -52,11 +53,20 @@ func migrateMain(spec Spec) error {
 // migrate runs spec's schema migration on db and records its version as applied, refusing a
 // database a later release already migrated.
 func migrate(ctx context.Context, spec Spec, db *mongo.Database, log *slog.Logger) error {
-	applied, ok, err := mongodb.AppliedVersion(ctx, db)
+	if spec.Schema.ReadableFrom < 0 || spec.Schema.ReadableFrom > spec.Schema.Version {
+		return fmt.Errorf("%s: schema readable from %d: want 0 (its own version) up to %d", spec.Name, spec.Schema.ReadableFrom, spec.Schema.Version)
+	}
+	applied, readableFrom, ok, err := mongodb.AppliedSchema(ctx, db)
 	if err != nil {
 		return err
 	}
-	if ok && applied > spec.Schema.Version { // never older steps over a newer schema
+	// Never older steps over a newer schema. One this release still reads (a rollback by
+	// upgrading to it, whose hook runs this) needs nothing; any other is refused.
+	if ok && applied > spec.Schema.Version && readableFrom <= spec.Schema.Version {
+		log.Info("schema newer than this release, and readable by it: nothing to migrate", "database", db.Name(), "applied", applied, "readable_from", readableFrom, "version", spec.Schema.Version)
+		return nil
+	}
+	if ok && applied > spec.Schema.Version {
 		return fmt.Errorf("%w: database %s is at schema version %d, newer than this release knows (%d): a later release migrated it, and this one's migration would not run over it", mongodb.ErrSchema, db.Name(), applied, spec.Schema.Version)
 	}
 	start := time.Now()

@@ -147,8 +147,17 @@ func TestMigrationRuns(t *testing.T) {
 		t.Errorf("the second migration changed the schema document: %v", after)
 	}
 
-	// A database a later release migrated: the service refuses it, and so does this
-	// release's migration (it must not run older steps over a newer schema).
+	// A database a later release migrated, saying code of this release still reads it: this
+	// release's migration (the hook of a rollback by upgrade) has nothing to do.
+	if _, err := db.Collection("schema_version").UpdateOne(ctx, bson.D{{Key: "_id", Value: "schema"}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "applied", Value: 4}, {Key: "version", Value: 4}, {Key: "readable_from", Value: 3}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("migrate"); err != nil || !strings.Contains(out, "nothing to migrate") {
+		t.Errorf("link migrate on a newer schema it reads: %v\n%s", err, out)
+	}
+	// One it cannot read: the service refuses it, and so does this release's migration (it
+	// must not run older steps over a newer schema).
 	if _, err := db.Collection("schema_version").UpdateOne(ctx, bson.D{{Key: "_id", Value: "schema"}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "applied", Value: 99}, {Key: "version", Value: 99}, {Key: "readable_from", Value: 99}}}}); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,9 @@ import (
 	"github.com/linkmesh/linkmesh/pkg/config"
 )
 
+// MinClickRetention is the shortest LINKMESH_CLICK_RETENTION: two days of raw clicks.
+const MinClickRetention = 48 * time.Hour
+
 // Config is every setting the analytics service reads.
 type Config struct {
 	config.Service
@@ -26,8 +29,8 @@ type Config struct {
 
 // Validate checks the analytics service's own settings.
 func (c *Config) Validate() error {
-	if c.ClickRetention < 48*time.Hour {
-		return fmt.Errorf("LINKMESH_CLICK_RETENTION must be at least 48h, got %s", c.ClickRetention)
+	if c.ClickRetention < MinClickRetention {
+		return fmt.Errorf("LINKMESH_CLICK_RETENTION must be at least %s, got %s", MinClickRetention, c.ClickRetention)
 	}
 	if c.ClickBudget < 0 {
 		return fmt.Errorf("LINKMESH_CLICK_BUDGET must be 0 (off) or more, got %d", c.ClickBudget)

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"context"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Unmatched is the route label of requests no route matched: the raw path never becomes a
@@ -81,15 +79,6 @@ func observe(o prometheus.Observer, seconds float64, traceID string) {
 // request's trace.
 const TraceIDLocal = "linkmesh.trace_id"
 
-// sampledTraceID is the id of the trace ctx's span belongs to when that trace is recorded,
-// else empty: an exemplar must lead to a trace that exists.
-func sampledTraceID(ctx context.Context) string {
-	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
-		return sc.TraceID().String()
-	}
-	return ""
-}
-
 // count counts one answer of status code.
 func (m *routeMetrics) count(code int) {
 	if code < 0 || code >= len(m.codes) {
@@ -158,9 +147,6 @@ func (h *HTTP) Middleware() fiber.Handler {
 		h.inflight.Add(-1)
 		took := time.Since(c.Context().Time()).Seconds()
 		traceID, _ := c.Locals(TraceIDLocal).(string)
-		if traceID == "" {
-			traceID = sampledTraceID(c.UserContext())
-		}
 		if m := h.route(c, own); m != nil {
 			m.count(c.Response().StatusCode())
 			m.observe(took, traceID)

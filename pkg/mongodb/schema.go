@@ -17,8 +17,8 @@ import (
 // collection can take longer than any start-up probe allows. The migration runs the data
 // steps (Migrate) and creates the indexes (EnsureIndexes), then records the version it
 // completed as "applied" in the schema document. A replica only checks that version at start
-// (CheckSchema) and, with the context CheckSchema marks, skips the steps and index builds its
-// stores would run otherwise.
+// (CheckSchema); the boot path then marks its context (SchemaChecked), under which the steps
+// and index builds its stores' constructors run are skipped.
 
 // ErrSchema is the class of CheckSchema's refusals.
 var ErrSchema = errors.New("schema")
@@ -64,13 +64,6 @@ func MarkApplied(ctx context.Context, db *mongo.Database, version, readableFrom 
 		return fmt.Errorf("record schema version %d as applied: %w", version, err)
 	}
 	return nil
-}
-
-// AppliedVersion returns the schema version db's last migration completed, and false when no
-// migration has recorded one.
-func AppliedVersion(ctx context.Context, db *mongo.Database) (int, bool, error) {
-	v, _, ok, err := AppliedSchema(ctx, db)
-	return v, ok, err
 }
 
 // AppliedSchema returns the applied version and the oldest version whose code reads it, and

@@ -45,7 +45,7 @@ func TestCheckSchema(t *testing.T) {
 	if err := mongodb.MarkApplied(ctx, db, 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok, err := mongodb.AppliedVersion(ctx, db); err != nil || !ok || v != 3 {
+	if v, _, ok, err := mongodb.AppliedSchema(ctx, db); err != nil || !ok || v != 3 {
 		t.Errorf("applied after a late older migration: %d %v %v, want 3", v, ok, err)
 	}
 }

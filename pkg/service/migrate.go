@@ -61,13 +61,14 @@ func migrate(ctx context.Context, spec Spec, db *mongo.Database, log *slog.Logge
 		return err
 	}
 	// Never older steps over a newer schema. One this release still reads (a rollback by
-	// upgrading to it, whose hook runs this) needs nothing; any other is refused.
-	if ok && applied > spec.Schema.Version && readableFrom <= spec.Schema.Version {
+	// upgrading to it, whose hook runs this) needs nothing; any other is refused as a serving
+	// replica refuses it.
+	if ok && applied > spec.Schema.Version {
+		if readableFrom > spec.Schema.Version {
+			return mongodb.CheckSchema(ctx, db, spec.Name, spec.Schema.Version)
+		}
 		log.Info("schema newer than this release, and readable by it: nothing to migrate", "database", db.Name(), "applied", applied, "readable_from", readableFrom, "version", spec.Schema.Version)
 		return nil
-	}
-	if ok && applied > spec.Schema.Version {
-		return fmt.Errorf("%w: database %s is at schema version %d, newer than this release knows (%d): a later release migrated it, and this one's migration would not run over it", mongodb.ErrSchema, db.Name(), applied, spec.Schema.Version)
 	}
 	start := time.Now()
 	log.Info("migrating", "database", db.Name(), "from", applied, "to", spec.Schema.Version)

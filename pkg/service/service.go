@@ -114,9 +114,6 @@ type Runtime struct {
 	TracerProvider trace.TracerProvider
 	// Listener, when set, is served instead of listening on the configured address.
 	Listener net.Listener
-	// Migrate runs the schema migration before the check, as `<service> migrate` would
-	// (component tests, which start a service on a fresh database).
-	Migrate bool
 }
 
 // Main runs spec until SIGINT or SIGTERM and exits non-zero if it fails. With the argument
@@ -187,12 +184,6 @@ func Run(ctx context.Context, spec Spec, rt Runtime) (err error) {
 		return err
 	}
 	if spec.Schema != nil && stores.DB != nil {
-		if rt.Migrate {
-			if err := migrate(ctx, spec, stores.DB, rt.Logger); err != nil {
-				stores.Close()
-				return err
-			}
-		}
 		if err := mongodb.CheckSchema(ctx, stores.DB, spec.Name, spec.Schema.Version); err != nil {
 			stores.Close()
 			return err

@@ -94,10 +94,12 @@ func drill(t *testing.T, crash func()) {
 	if n := failed.Load(); n != 0 {
 		t.Fatalf("%d redirects failed", n)
 	}
+	// Two days, today's and yesterday's: a drill that runs across midnight (UTC) has clicks
+	// on both, and the link is new.
 	start := time.Now()
 	var got analytics.LinkAnalytics
 	for time.Since(start) < 3*time.Minute {
-		r := as(t, owner.cookie, "GET", "/api/user/links/"+code+"/analytics?days=1", "")
+		r := as(t, owner.cookie, "GET", "/api/user/links/"+code+"/analytics?days=2", "")
 		got = analytics.LinkAnalytics{}
 		if r.status == 200 && json.Unmarshal(r.body, &got) == nil && got.TotalClicks >= drillClicks {
 			break
@@ -106,7 +108,7 @@ func drill(t *testing.T, crash func()) {
 	}
 	t.Logf("all clicks visible %s after the last redirect", time.Since(start).Round(time.Second))
 	time.Sleep(3 * time.Second) // nothing more may arrive
-	r = as(t, owner.cookie, "GET", "/api/user/links/"+code+"/analytics?days=1", "")
+	r = as(t, owner.cookie, "GET", "/api/user/links/"+code+"/analytics?days=2", "")
 	got = analytics.LinkAnalytics{}
 	if err := json.Unmarshal(r.body, &got); err != nil || got.TotalClicks != drillClicks {
 		t.Fatalf("analytics count %d clicks (%v), want exactly %d", got.TotalClicks, err, drillClicks)

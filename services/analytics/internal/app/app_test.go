@@ -50,7 +50,8 @@ func TestConsumeAnswer(t *testing.T) {
 	start := time.Now()
 	deadline := start.Add(time.Minute)
 	for time.Now().Before(deadline) {
-		r := b.Do(t, user, "GET", "/internal/analytics/links/"+link+"?days=1&code=abc", "")
+		// Today and yesterday (UTC): the click's day, even if midnight passes meanwhile.
+		r := b.Do(t, user, "GET", "/internal/analytics/links/"+link+"?days=2&code=abc", "")
 		if r.Status != http.StatusOK || json.Unmarshal([]byte(r.Body), &got) != nil {
 			t.Fatalf("answer: %d %s", r.Status, r.Body)
 		}
@@ -62,7 +63,7 @@ func TestConsumeAnswer(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("the clicks were counted %s after they were written, want at most 2 s", took.Round(time.Millisecond))
 	}
-	if got.TotalClicks != 2 || got.UniqueVisitors != 2 || got.ShortCode != "abc" || len(got.Timeseries) != 1 ||
+	if got.TotalClicks != 2 || got.UniqueVisitors != 2 || got.ShortCode != "abc" || len(got.Timeseries) != 2 ||
 		len(got.Countries) != 2 || got.Countries[0].Value != "GB" || got.Countries[1].Value != analytics.Unknown {
 		t.Fatalf("answer %+v", got)
 	}
@@ -86,7 +87,7 @@ func TestConsumeAnswer(t *testing.T) {
 			t.Fatalf("purge: %d %s", r.Status, r.Body)
 		}
 	}
-	r = b.Do(t, user, "GET", "/internal/analytics/links/"+link+"?days=1", "")
+	r = b.Do(t, user, "GET", "/internal/analytics/links/"+link+"?days=2", "")
 	if json.Unmarshal([]byte(r.Body), &got) != nil || got.TotalClicks != 0 {
 		t.Fatalf("after purge: %s", r.Body)
 	}

@@ -50,7 +50,6 @@ type Options struct {
 type Server struct {
 	app      *fiber.App
 	log      *slog.Logger
-	ready    map[string]Check
 	deps     map[string]Check
 	depState sync.Map // dependency name → whether its last check passed
 	draining atomic.Bool
@@ -64,7 +63,7 @@ func (s *Server) PublicEdge() { s.edge = true }
 
 // New builds the app with probes and middleware installed; add routes with App.
 func New(opts Options) *Server {
-	s := &Server{log: opts.Logger, ready: map[string]Check{}, deps: map[string]Check{}, metrics: opts.Metrics}
+	s := &Server{log: opts.Logger, deps: map[string]Check{}, metrics: opts.Metrics}
 	for name, check := range opts.Dependencies {
 		s.deps[name] = check
 	}
@@ -124,10 +123,6 @@ func isNoop(tp trace.TracerProvider) bool {
 	return ok
 }
 
-// AddReady adds a check /readyz fails on: one the service's core path cannot do without
-// (a datastore it merely uses is a dependency instead). Call it before Serve.
-func (s *Server) AddReady(name string, check Check) { s.ready[name] = check }
-
 // App returns the Fiber app for route registration.
 func (s *Server) App() *fiber.App { return s.app }
 
@@ -139,27 +134,23 @@ func ok(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"status": "ok"}, fiber.MIMEApplicationJSONCharsetUTF8)
 }
 
-// readyz answers 200 while the service can serve its core path: it is not draining and no
-// check added with AddReady fails. The body reports each dependency ("ok" or
-// "unavailable"; the status is then "degraded"), without deciding anything: readiness takes a
-// pod out of its Service, and a datastore outage is better answered per request (503, or the
-// gateway's cached redirects) than by leaving callers with no endpoint at all.
+// readyz answers 200 unless the service is draining for shutdown. The body reports each
+// dependency ("ok" or "unavailable"; the status is then "degraded") without deciding
+// anything: readiness takes a pod out of its Service, and a datastore outage is better
+// answered per request (503, or the gateway's cached redirects) than by leaving callers with
+// no endpoint at all.
 func (s *Server) readyz(c *fiber.Ctx) error {
-	// Each part has its own bound, so a datastore that hangs cannot fail the checks that do
-	// decide, and both run at once, so the probe has its answer within about 2 s.
-	rctx, rcancel := context.WithTimeout(c.UserContext(), 2*time.Second)
-	defer rcancel()
-	ready := make(chan error, 1)
-	go func() { ready <- s.checkReady(rctx) }()
-	dctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
-	defer cancel()
-	deps, degraded := s.checkDependencies(dctx)
-	err := <-ready
-	if s.metrics != nil {
-		s.metrics.SetReady(err == nil)
+	if s.draining.Load() {
+		if s.metrics != nil {
+			s.metrics.SetReady(false)
+		}
+		return errs.E(errs.KindUnavailable, "shutting down")
 	}
-	if err != nil {
-		return err
+	ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+	defer cancel()
+	deps, degraded := s.checkDependencies(ctx)
+	if s.metrics != nil {
+		s.metrics.SetReady(true)
 	}
 	status := "ok"
 	if degraded {
@@ -207,18 +198,6 @@ func (s *Server) checkDependencies(ctx context.Context) (map[string]string, bool
 		}
 	}
 	return out, degraded
-}
-
-func (s *Server) checkReady(ctx context.Context) error {
-	if s.draining.Load() {
-		return errs.E(errs.KindUnavailable, "shutting down")
-	}
-	for name, check := range s.ready {
-		if err := check(ctx); err != nil {
-			return errs.Unavailable(name+" unavailable", err)
-		}
-	}
-	return nil
 }
 
 // Serve serves on ln until ctx is cancelled, then fails readiness, waits drain so load

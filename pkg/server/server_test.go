@@ -176,12 +176,7 @@ func TestReadiness(t *testing.T) {
 	if resp.StatusCode != 200 || body != `{"dependencies":{"redis":"unavailable"},"status":"degraded"}` {
 		t.Fatalf("dependency down: %d %s", resp.StatusCode, body)
 	}
-	// A check of the core path decides.
-	s.AddReady("cache", func(context.Context) error { return failing })
-	resp, body = do(t, s, httptest.NewRequest("GET", "/readyz", nil))
-	if resp.StatusCode != 503 || envelope(t, body) != "cache unavailable" {
-		t.Fatalf("core check down: %d %s", resp.StatusCode, body)
-	}
+	// Only draining for shutdown decides (TestShutdownFailsReadinessFirst).
 	if resp, _ := do(t, s, httptest.NewRequest("GET", "/healthz", nil)); resp.StatusCode != 200 {
 		t.Fatalf("liveness must not depend on dependencies: %d", resp.StatusCode)
 	}

@@ -78,7 +78,7 @@ app.kubernetes.io/component: {{ .name }}
 {{- if .root.Values.image.registry }}
 {{- $repo = printf "%s/%s" .root.Values.image.registry $repo }}
 {{- end }}
-{{- $tag := $img.tag | default .root.Values.image.tag | default .root.Chart.AppVersion }}
+{{- $tag := include "linkmesh.imageTag" . }}
 {{- if $img.digest }}
 {{- printf "%s:%s@%s" $repo $tag $img.digest }}
 {{- else }}

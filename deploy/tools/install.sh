@@ -90,9 +90,9 @@ install_tool kubeconform github.com/yannh/kubeconform github.com/yannh/kubeconfo
 install_tool helm-docs github.com/norwoodj/helm-docs github.com/norwoodj/helm-docs/cmd/helm-docs "$HELM_DOCS_VERSION" \
 	"-X main.version=${HELM_DOCS_VERSION#v}"
 
-# promtool reports the module version it was built from through -X of its version package.
-if [[ "$(built_from "$bindir/promtool" github.com/prometheus/prometheus)" == "$PROMETHEUS_VERSION" ]] ||
-	[[ -f "$bindir/promtool.version" && "$(cat "$bindir/promtool.version")" == "$PROMETHEUS_VERSION" && -x "$bindir/promtool" ]]; then
+# promtool is built as the main module of its own source tree, which leaves no module version
+# in the binary: a stamp file beside it records what it was built from.
+if [[ -x "$bindir/promtool" && -f "$bindir/promtool.version" && "$(cat "$bindir/promtool.version")" == "$PROMETHEUS_VERSION" ]]; then
 	echo "install: promtool $PROMETHEUS_VERSION already in $bindir"
 else
 	echo "install: building promtool $PROMETHEUS_VERSION"

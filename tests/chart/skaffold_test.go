@@ -17,6 +17,7 @@ type skaffoldRelease struct {
 	Name              string            `yaml:"name"`
 	ChartPath         string            `yaml:"chartPath"`
 	ValuesFiles       []string          `yaml:"valuesFiles"`
+	SetValues         map[string]string `yaml:"setValues"`
 	SetValueTemplates map[string]string `yaml:"setValueTemplates"`
 	Wait              bool              `yaml:"wait"`
 	DependsOn         []string          `yaml:"dependsOn"`
@@ -93,6 +94,9 @@ func TestSkaffoldProfiles(t *testing.T) {
 		var files, sets []string
 		for _, f := range rel.ValuesFiles {
 			files = append(files, filepath.Join(root, fill(f)))
+		}
+		for k, v := range rel.SetValues {
+			sets = append(sets, k+"="+v)
 		}
 		for k, v := range rel.SetValueTemplates {
 			sets = append(sets, k+"="+fill(v))

@@ -21,8 +21,8 @@ var Schema = &service.Schema{Version: store.SchemaVersion, Migrate: func(ctx con
 	if err := env.Parse(&cfg); err != nil {
 		return fmt.Errorf("load config: %w", err)
 	}
-	if cfg.ClickRetention < config.MinClickRetention {
-		return fmt.Errorf("LINKMESH_CLICK_RETENTION must be at least %s, got %s", config.MinClickRetention, cfg.ClickRetention)
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
 	_, err := store.New(ctx, db, cfg.ClickRetention)
 	return err

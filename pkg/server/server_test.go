@@ -428,23 +428,37 @@ func TestInternalRequestDeadline(t *testing.T) {
 // The metrics middleware runs outside the tracing one, which restores the request's context
 // before it returns: the exemplar of a traced request's duration still names its trace.
 func TestDurationExemplarNamesTheTrace(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	reg := metrics.New("t")
-	s := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		TracerProvider: trace.NewTracerProvider(trace.WithSpanProcessor(rec)), Metrics: reg.HTTP()})
-	s.App().Get("/x/:code", func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusFound) })
-	if resp, _ := do(t, s, httptest.NewRequest("GET", "/x/abc", nil)); resp.StatusCode != fiber.StatusFound {
-		t.Fatalf("answer %d", resp.StatusCode)
-	}
-	spans := rec.Ended()
-	if len(spans) != 1 {
-		t.Fatalf("%d spans", len(spans))
-	}
-	w := httptest.NewRecorder()
-	req := httptest.NewRequest("GET", "/metrics", nil)
-	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
-	reg.Handler(slog.New(slog.DiscardHandler)).ServeHTTP(w, req)
-	if want := `trace_id="` + spans[0].SpanContext().TraceID().String() + `"`; !strings.Contains(w.Body.String(), want) {
-		t.Errorf("no exemplar %s in:\n%s", want, w.Body.String())
+	for name, sampler := range map[string]trace.Sampler{"sampled": trace.AlwaysSample(), "unsampled": trace.NeverSample()} {
+		t.Run(name, func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			reg := metrics.New("t")
+			s := New(Options{Name: "t", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				TracerProvider: trace.NewTracerProvider(trace.WithSampler(sampler), trace.WithSpanProcessor(rec)), Metrics: reg.HTTP()})
+			s.App().Get("/x/:code", func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusFound) })
+			if resp, _ := do(t, s, httptest.NewRequest("GET", "/x/abc", nil)); resp.StatusCode != fiber.StatusFound {
+				t.Fatalf("answer %d", resp.StatusCode)
+			}
+			w := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "/metrics", nil)
+			req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+			reg.Handler(slog.New(slog.DiscardHandler)).ServeHTTP(w, req)
+			body := w.Body.String()
+			if !strings.Contains(body, `linkmesh_http_request_duration_seconds_bucket{method="GET",route="/x/:code"`) {
+				t.Fatalf("the request's duration is not measured:\n%s", body)
+			}
+			spans := rec.Ended()
+			if name == "unsampled" {
+				if len(spans) != 0 || strings.Contains(body, "trace_id=") {
+					t.Errorf("an unsampled request: %d spans recorded, an exemplar names a trace no backend keeps:\n%s", len(spans), body)
+				}
+				return
+			}
+			if len(spans) != 1 {
+				t.Fatalf("%d spans", len(spans))
+			}
+			if want := `trace_id="` + spans[0].SpanContext().TraceID().String() + `"`; !strings.Contains(body, want) {
+				t.Errorf("no exemplar %s in:\n%s", want, body)
+			}
+		})
 	}
 }

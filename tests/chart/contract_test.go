@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/linkmesh/linkmesh/pkg/identity"
+	"github.com/linkmesh/linkmesh/tests/internal/stack"
 )
 
 const configImport = "github.com/linkmesh/linkmesh/pkg/config"
@@ -343,17 +345,11 @@ func TestReadmePeersMatchCode(t *testing.T) {
 // a user would run as whatever user its URL names, one with a user but no Redis holds a
 // password for nothing.
 func TestRedisUsersMatchReaders(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "redis", "users.acl"))
+	rules, err := stack.RedisUserRules()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var users []string
-	for _, line := range strings.Split(string(raw), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 1 && f[0] == "user" {
-			users = append(users, strings.TrimPrefix(f[1], "linkmesh-"))
-		}
-	}
+	users := slices.Collect(maps.Keys(rules))
 	var want []string
 	for _, svc := range services {
 		if readBy(readmeSettings(t))[svc]["LINKMESH_REDIS_URL"] {

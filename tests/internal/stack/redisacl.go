@@ -17,7 +17,7 @@ import (
 // per service that has a line in deploy/redis/users.acl, named <prefix>-<service> with a fresh password, and
 // returns each service's URL: adminURL with that user and password.
 func redisUsers(ctx context.Context, adminURL, prefix string) (map[string]string, error) {
-	lines, err := aclLines()
+	lines, err := RedisUserRules()
 	if err != nil {
 		return nil, err
 	}
@@ -76,8 +76,9 @@ func aclFile() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", rel)
 }
 
-// aclLines reads deploy/redis/users.acl: each service's rules after `user linkmesh-<service>`.
-func aclLines() (map[string][]string, error) {
+// RedisUserRules reads deploy/redis/users.acl: each service's rules after
+// `user linkmesh-<service>`.
+func RedisUserRules() (map[string][]string, error) {
 	f, err := os.Open(aclFile())
 	if err != nil {
 		return nil, fmt.Errorf("redis users: %w", err)

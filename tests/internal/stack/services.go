@@ -213,11 +213,9 @@ func startServices(ctx context.Context, opts ServicesOptions) (_ *Services, err 
 const migrateTimeout = 5 * time.Minute
 
 // migrate runs `<svc> migrate` as the chart's migration Job does before the service starts:
-// the services only check their database's schema and refuse one not migrated.
+// the services only check their database's schema and refuse one not migrated. A service
+// without a database (the gateway) says so and exits.
 func migrate(ctx context.Context, binDir, svc string, env []string) error {
-	if svc == "gateway" { // no database
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, migrateTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, svc), "migrate")
